@@ -1,0 +1,232 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
+	"github.com/edgeapi/edgeapi/httpapi"
+)
+
+// Defaults for `edgeapi serve`. The packaged systemd unit overrides
+// --data-dir with /var/lib/edgeapi and reads /etc/edgeapi/config.yaml.
+const (
+	// DefaultDataDir holds the database and the generated kubeconfig;
+	// relative paths are relative to the working directory.
+	DefaultDataDir = "data"
+	// DefaultListen is the plain-HTTP listen address: loopback only,
+	// on kube-apiserver's usual port.
+	DefaultListen = "127.0.0.1:6443"
+	// DefaultLogLevel is one of debug, info, warn, error.
+	DefaultLogLevel = "info"
+	// DefaultLogFormat is one of auto, console, json; auto picks console
+	// when stderr is a terminal and JSON otherwise (e.g. under journald).
+	DefaultLogFormat = "auto"
+	// DefaultEventTTL is how long Events live, like kube-apiserver's
+	// --event-ttl.
+	DefaultEventTTL = time.Hour
+	// DefaultCompactionInterval is how often the change log is compacted,
+	// like kube-apiserver's --etcd-compaction-interval.
+	DefaultCompactionInterval = 5 * time.Minute
+	// DefaultMaxRequestBody bounds request bodies in bytes
+	// (kube-apiserver's 3 MiB).
+	DefaultMaxRequestBody = httpapi.DefaultMaxRequestBodyBytes
+	// DefaultReadHeaderTimeout bounds how long a client may take to send
+	// request headers. There is deliberately no write timeout: watches
+	// stay open for many minutes.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultShutdownTimeout bounds the graceful part of shutdown (in-flight
+	// requests); after it, connections are closed. The systemd unit's
+	// TimeoutStopSec must be longer.
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Names used inside the data directory.
+const (
+	dbFileName         = "edgeapi.db"
+	kubeconfigFileName = "kubeconfig"
+)
+
+// serveConfig is the configuration of `edgeapi serve`. The JSON names are
+// the keys of the config file (YAML or JSON) and equal the flag names.
+type serveConfig struct {
+	DataDir            string   `json:"data-dir"`
+	Listen             string   `json:"listen"`
+	LogLevel           string   `json:"log-level"`
+	LogFormat          string   `json:"log-format"`
+	EventTTL           duration `json:"event-ttl"`
+	CompactionInterval duration `json:"compaction-interval"`
+	MaxRequestBody     byteSize `json:"max-request-body"`
+}
+
+func defaultServeConfig() serveConfig {
+	return serveConfig{
+		DataDir:            DefaultDataDir,
+		Listen:             DefaultListen,
+		LogLevel:           DefaultLogLevel,
+		LogFormat:          DefaultLogFormat,
+		EventTTL:           duration(DefaultEventTTL),
+		CompactionInterval: duration(DefaultCompactionInterval),
+		MaxRequestBody:     byteSize(DefaultMaxRequestBody),
+	}
+}
+
+// parseServeConfig builds the configuration from the defaults, then the
+// file named by --config (if any), then the flags given in args: a flag on
+// the command line always wins over the file.
+func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
+	cfg := defaultServeConfig()
+	var configPath string
+
+	fs := flag.NewFlagSet("edgeapi serve", flag.ContinueOnError)
+	fs.SetOutput(output)
+	fs.StringVar(&configPath, "config", "", "read settings from this YAML or JSON `file`; flags override it")
+	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`directory` for the database (edgeapi.db) and the generated kubeconfig; created with mode 0700")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` to serve plain HTTP on (port 0 picks a free port)")
+	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log `level`: debug, info, warn or error (debug logs every request)")
+	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log `format`: auto, console or json (auto: console on a terminal, json otherwise)")
+	fs.Var(&cfg.EventTTL, "event-ttl", "keep Events for this `duration` (e.g. 1h, 90m)")
+	fs.Var(&cfg.CompactionInterval, "compaction-interval", "compact the change log at this `interval` (e.g. 5m)")
+	fs.Var(&cfg.MaxRequestBody, "max-request-body", "reject request bodies larger than this `size` in bytes (e.g. 3145728 or 3Mi)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over plain HTTP.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return serveConfig{}, usageError{err}
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return serveConfig{}, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+
+	if configPath != "" {
+		// Remember the flags given on the command line, load the file
+		// over the defaults, then apply those flags again.
+		given := map[string]string{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
+		cfg = defaultServeConfig()
+		if err := loadConfigFile(configPath, &cfg); err != nil {
+			return serveConfig{}, err
+		}
+		for name, value := range given {
+			if err := fs.Set(name, value); err != nil {
+				return serveConfig{}, fmt.Errorf("set flag -%s: %w", name, err)
+			}
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return serveConfig{}, err
+	}
+	return cfg, nil
+}
+
+// loadConfigFile reads a YAML or JSON config file into cfg. Unknown keys
+// are an error, so a typo doesn't silently fall back to a default.
+func loadConfigFile(path string, cfg *serveConfig) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("read config file: %w", err)
+	}
+	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
+		return fmt.Errorf("parse config file %s: %w", path, err)
+	}
+	return nil
+}
+
+func (c *serveConfig) validate() error {
+	if c.DataDir == "" {
+		return fmt.Errorf("invalid data-dir: must not be empty")
+	}
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		return fmt.Errorf("invalid listen address %q: %w", c.Listen, err)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("invalid log-level %q: want debug, info, warn or error", c.LogLevel)
+	}
+	switch c.LogFormat {
+	case "auto", "console", "json":
+	default:
+		return fmt.Errorf("invalid log-format %q: want auto, console or json", c.LogFormat)
+	}
+	if c.EventTTL <= 0 {
+		return fmt.Errorf("invalid event-ttl %v: must be positive", c.EventTTL)
+	}
+	if c.CompactionInterval <= 0 {
+		return fmt.Errorf("invalid compaction-interval %v: must be positive", c.CompactionInterval)
+	}
+	if c.MaxRequestBody <= 0 {
+		return fmt.Errorf("invalid max-request-body %v: must be positive", c.MaxRequestBody)
+	}
+	return nil
+}
+
+// duration is a time.Duration written as "90s" or "1h" both on the command
+// line and in the config file.
+type duration time.Duration
+
+func (d duration) String() string { return time.Duration(d).String() }
+
+func (d *duration) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = duration(v)
+	return nil
+}
+
+func (d duration) MarshalJSON() ([]byte, error) { return json.Marshal(d.String()) }
+
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"90s\" or \"1h\": %s", b)
+	}
+	return d.Set(s)
+}
+
+// byteSize is a size in bytes, written as a plain number or a Kubernetes
+// quantity ("3Mi", "512Ki").
+type byteSize int64
+
+func (b byteSize) String() string { return strconv.FormatInt(int64(b), 10) }
+
+func (b *byteSize) Set(s string) error {
+	q, err := resource.ParseQuantity(strings.TrimSpace(s))
+	if err != nil {
+		return fmt.Errorf("parse size %q: %w", s, err)
+	}
+	v, ok := q.AsInt64()
+	if !ok {
+		return fmt.Errorf("parse size %q: not a whole number of bytes", s)
+	}
+	*b = byteSize(v)
+	return nil
+}
+
+func (b byteSize) MarshalJSON() ([]byte, error) { return json.Marshal(int64(b)) }
+
+func (b *byteSize) UnmarshalJSON(data []byte) error {
+	var n int64
+	if err := json.Unmarshal(data, &n); err == nil {
+		*b = byteSize(n)
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("size must be a number of bytes or a string like \"3Mi\": %s", data)
+	}
+	return b.Set(s)
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseServeConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	yamlFile := write("config.yaml", `
+data-dir: /srv/edgeapi
+listen: 0.0.0.0:7443
+log-level: debug
+event-ttl: 2h
+compaction-interval: 1m
+max-request-body: 1Mi
+`)
+	jsonFile := write("config.json", `{"listen": "127.0.0.1:9443", "max-request-body": 2048}`)
+	typoFile := write("typo.yaml", "listen: 127.0.0.1:1\nlog_level: debug\n")
+	badDuration := write("bad.yaml", "event-ttl: 3600\n")
+
+	defaults := defaultServeConfig()
+	tests := []struct {
+		name    string
+		args    []string
+		want    func(c *serveConfig)
+		wantErr string
+	}{
+		{name: "defaults", args: nil, want: func(c *serveConfig) {}},
+		{
+			name: "flags",
+			args: []string{"--data-dir", "/tmp/x", "--listen", ":0", "--log-level", "warn", "--log-format", "json",
+				"--event-ttl", "30m", "--compaction-interval", "10s", "--max-request-body", "512Ki"},
+			want: func(c *serveConfig) {
+				c.DataDir, c.Listen, c.LogLevel, c.LogFormat = "/tmp/x", ":0", "warn", "json"
+				c.EventTTL, c.CompactionInterval = duration(30*time.Minute), duration(10*time.Second)
+				c.MaxRequestBody = 512 << 10
+			},
+		},
+		{
+			name: "yaml file",
+			args: []string{"--config", yamlFile},
+			want: func(c *serveConfig) {
+				c.DataDir, c.Listen, c.LogLevel = "/srv/edgeapi", "0.0.0.0:7443", "debug"
+				c.EventTTL, c.CompactionInterval = duration(2*time.Hour), duration(time.Minute)
+				c.MaxRequestBody = 1 << 20
+			},
+		},
+		{
+			name: "flags override file, before or after --config",
+			args: []string{"--listen", "127.0.0.1:1", "--config", yamlFile, "--event-ttl", "5m"},
+			want: func(c *serveConfig) {
+				c.DataDir, c.Listen, c.LogLevel = "/srv/edgeapi", "127.0.0.1:1", "debug"
+				c.EventTTL, c.CompactionInterval = duration(5*time.Minute), duration(time.Minute)
+				c.MaxRequestBody = 1 << 20
+			},
+		},
+		{
+			name: "json file",
+			args: []string{"--config", jsonFile},
+			want: func(c *serveConfig) { c.Listen, c.MaxRequestBody = "127.0.0.1:9443", 2048 },
+		},
+		{name: "unknown key in file", args: []string{"--config", typoFile}, wantErr: `unknown field "log_level"`},
+		{name: "duration without unit in file", args: []string{"--config", badDuration}, wantErr: "duration must be a string"},
+		{name: "missing file", args: []string{"--config", filepath.Join(dir, "nope.yaml")}, wantErr: "read config file"},
+		{name: "bad log level", args: []string{"--log-level", "verbose"}, wantErr: `invalid log-level "verbose"`},
+		{name: "bad log format", args: []string{"--log-format", "text"}, wantErr: `invalid log-format "text"`},
+		{name: "bad listen", args: []string{"--listen", "6443"}, wantErr: "invalid listen address"},
+		{name: "zero ttl", args: []string{"--event-ttl", "0s"}, wantErr: "invalid event-ttl"},
+		{name: "bad size", args: []string{"--max-request-body", "lots"}, wantErr: "parse size"},
+		{name: "unknown flag", args: []string{"--bogus"}, wantErr: "flag provided but not defined"},
+		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseServeConfig(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseServeConfig(%q) error = %v, want one containing %q", tt.args, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseServeConfig(%q): %v", tt.args, err)
+			}
+			want := defaults
+			tt.want(&want)
+			if got != want {
+				t.Errorf("parseServeConfig(%q)\n got %+v\nwant %+v", tt.args, got, want)
+			}
+		})
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"nil", nil, 0},
+		{"help", usageError{errHelpForTest()}, 0},
+		{"usage", usageError{errors.New("unknown command")}, 2},
+		{"runtime", errors.New("open store: disk full"), 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := exitCode(tt.err); got != tt.want {
+				t.Errorf("exitCode(%v) = %d, want %d", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func errHelpForTest() error {
+	_, err := parseServeConfig([]string{"-h"}, io.Discard)
+	return err
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// kubeconfigName names the cluster, user and context in the generated
+// kubeconfig.
+const kubeconfigName = "edgeapi"
+
+// clientAddress returns the host:port a local client should dial to reach a
+// listener bound to addr: an unspecified host (0.0.0.0, ::) becomes the
+// loopback address of the same family.
+func clientAddress(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok {
+		return addr.String()
+	}
+	ip := tcp.IP
+	switch {
+	case ip == nil || (ip.IsUnspecified() && ip.To4() != nil):
+		ip = net.IPv4(127, 0, 0, 1)
+	case ip.IsUnspecified():
+		ip = net.IPv6loopback
+	}
+	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
+}
+
+// kubeconfig returns a kubeconfig for server (a URL) whose only context,
+// "edgeapi", is current and uses a user without credentials: edgeapi does
+// no authentication.
+func kubeconfig(server string) ([]byte, error) {
+	cfg := clientcmdv1.Config{
+		Kind:       "Config",
+		APIVersion: "v1",
+		Clusters: []clientcmdv1.NamedCluster{{
+			Name:    kubeconfigName,
+			Cluster: clientcmdv1.Cluster{Server: server},
+		}},
+		AuthInfos: []clientcmdv1.NamedAuthInfo{{
+			Name: kubeconfigName,
+		}},
+		Contexts: []clientcmdv1.NamedContext{{
+			Name:    kubeconfigName,
+			Context: clientcmdv1.Context{Cluster: kubeconfigName, AuthInfo: kubeconfigName},
+		}},
+		CurrentContext: kubeconfigName,
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("encode kubeconfig: %w", err)
+	}
+	return b, nil
+}
+
+// writeFileAtomic writes data to path with mode perm through a temporary
+// file and a rename, so a reader never sees a partial file.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	sddaemon "github.com/coreos/go-systemd/v22/daemon"
+	"go.uber.org/zap"
+
+	"github.com/edgeapi/edgeapi/httpapi"
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// shutdownTimeout bounds the graceful part of shutdown. A var so that tests
+// can shorten it.
+var shutdownTimeout = DefaultShutdownTimeout
+
+func runServe(ctx context.Context, args []string) error {
+	cfg, err := parseServeConfig(args, os.Stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat, os.Stderr)
+	if err != nil {
+		return err
+	}
+	defer log.Sync() //nolint:errcheck // stderr may not support sync
+	return serve(ctx, cfg, log)
+}
+
+// serve runs the daemon until ctx is cancelled, then shuts it down
+// gracefully. It returns nil after a clean shutdown.
+func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
+	d, err := startDaemon(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
+	return d.run(ctx)
+}
+
+// daemon is one running `edgeapi serve`: the store, the API server and the
+// HTTP server over one listener.
+type daemon struct {
+	cfg            serveConfig
+	log            *zap.Logger
+	started        time.Time
+	kubeconfigPath string
+
+	unlock func()
+	db     *store.DB
+	api    *httpapi.Server
+	ln     net.Listener
+	srv    *http.Server
+}
+
+// startDaemon prepares everything that must work before the daemon reports
+// ready: the data directory, the store, the API, the bound listener and the
+// kubeconfig. It doesn't serve yet. On error it releases what it opened.
+func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daemon, err error) {
+	d := &daemon{cfg: cfg, log: log, started: time.Now()}
+	defer func() {
+		if err != nil {
+			d.closeOpened()
+		}
+	}()
+
+	dataDir, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("resolve data dir: %w", err)
+	}
+	d.cfg.DataDir = dataDir
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	if d.unlock, err = lockDataDir(dataDir); err != nil {
+		return nil, err
+	}
+
+	// Open reads only the schema version and the revision counters, so
+	// start-up time doesn't grow with the number of objects.
+	d.db, err = store.Open(ctx, store.Config{
+		Path:   filepath.Join(dataDir, dbFileName),
+		Logger: log.Named("store"),
+	})
+	if err != nil {
+		return nil, err // already "open store <path>: ..."
+	}
+
+	// Bind before building the kubeconfig: with port 0 the address is
+	// known only now.
+	d.ln, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen: %w", err)
+	}
+	addr := clientAddress(d.ln.Addr())
+
+	d.api, err = httpapi.New(httpapi.Config{
+		Store:               d.db,
+		Registry:            registry.Builtin(),
+		Logger:              log.Named("http"),
+		EventTTL:            time.Duration(cfg.EventTTL),
+		MaxRequestBodyBytes: int64(cfg.MaxRequestBody),
+		ServerAddress:       addr,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create api server: %w", err)
+	}
+
+	kc, err := kubeconfig("http://" + addr)
+	if err != nil {
+		return nil, err
+	}
+	d.kubeconfigPath = filepath.Join(dataDir, kubeconfigFileName)
+	if err := writeFileAtomic(d.kubeconfigPath, kc, 0o600); err != nil {
+		return nil, fmt.Errorf("write kubeconfig: %w", err)
+	}
+
+	// The API's background loops (namespace finalization, Event expiry)
+	// must outlive the signal that cancels ctx: Close stops them, in
+	// order, during shutdown.
+	if err := d.api.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("start api server: %w", err)
+	}
+
+	d.srv = &http.Server{
+		Handler:           d.api.Handler(),
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		// No ReadTimeout or WriteTimeout: watches stream for minutes.
+		ErrorLog: mustStdLog(log.Named("http")),
+	}
+	return d, nil
+}
+
+// run serves until ctx is cancelled or the HTTP server fails, then shuts
+// down. It reports READY=1 to systemd (a no-op outside systemd) and pings
+// the watchdog from its loop, so a wedged main loop gets the service
+// restarted.
+func (d *daemon) run(ctx context.Context) error {
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- d.srv.Serve(d.ln) }()
+
+	d.notify(sddaemon.SdNotifyReady + "\nSTATUS=serving on " + d.ln.Addr().String())
+	d.log.Info("edgeapi serving",
+		zap.String("version", version),
+		zap.String("listen", d.ln.Addr().String()),
+		zap.String("data_dir", d.cfg.DataDir),
+		zap.String("kubeconfig", d.kubeconfigPath),
+		zap.Int64("rev", d.db.Rev()),
+		zap.Duration("startup", time.Since(d.started)))
+
+	var watchdog <-chan time.Time
+	if interval, err := sddaemon.SdWatchdogEnabled(false); err != nil {
+		d.log.Warn("read systemd watchdog settings", zap.Error(err))
+	} else if interval > 0 {
+		// systemd recommends pinging at half the interval; a third leaves
+		// room for a slow tick.
+		t := time.NewTicker(interval / 3)
+		defer t.Stop()
+		watchdog = t.C
+		d.log.Debug("systemd watchdog enabled", zap.Duration("interval", interval))
+	}
+
+	var err error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			d.log.Info("shutting down (a second signal exits at once)")
+			break loop
+		case err = <-serveErr:
+			err = fmt.Errorf("serve http: %w", err)
+			d.log.Error("http server stopped", zap.Error(err))
+			serveErr = nil
+			break loop
+		case <-watchdog:
+			d.notify(sddaemon.SdNotifyWatchdog)
+		}
+	}
+
+	if shutdownErr := d.shutdown(serveErr); err == nil {
+		err = shutdownErr
+	}
+	if err == nil {
+		d.log.Info("edgeapi stopped")
+	}
+	return err
+}
+
+// shutdown stops the daemon in order: stop accepting and let in-flight
+// requests finish while the API ends its watches and background loops, then
+// close the store, which drains queued writes and checkpoints the WAL. It
+// runs every step and returns the first error. serveErr, when not nil,
+// receives Serve's return once the listener is closed.
+func (d *daemon) shutdown(serveErr <-chan error) error {
+	d.notify(sddaemon.SdNotifyStopping)
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+
+	// Shutdown waits for handlers to return, and watch handlers return
+	// only once the API ends the watches, so the two run together.
+	var httpErr, apiErr error
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		httpErr = d.srv.Shutdown(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		apiErr = d.api.Close(ctx)
+	}()
+	wg.Wait()
+	if httpErr != nil {
+		d.log.Warn("requests still running after shutdown timeout; closing their connections",
+			zap.Duration("timeout", shutdownTimeout), zap.Error(httpErr))
+		_ = d.srv.Close()
+		httpErr = fmt.Errorf("shut down http server: %w", httpErr)
+	}
+	if serveErr != nil {
+		if err := <-serveErr; !errors.Is(err, http.ErrServerClosed) && httpErr == nil {
+			httpErr = fmt.Errorf("serve http: %w", err)
+		}
+	}
+	if apiErr != nil {
+		apiErr = fmt.Errorf("close api server: %w", apiErr)
+	}
+
+	var storeErr error
+	if err := d.db.Close(); err != nil {
+		storeErr = fmt.Errorf("close store: %w", err)
+	}
+	d.unlock()
+
+	// The first error is returned (and printed by main); log the others.
+	first := firstErr(httpErr, apiErr, storeErr)
+	for _, err := range []error{httpErr, apiErr, storeErr} {
+		if err != nil && err != first {
+			d.log.Error("shut down", zap.Error(err))
+		}
+	}
+	return first
+}
+
+// closeOpened releases what startDaemon opened before it failed.
+func (d *daemon) closeOpened() {
+	if d.api != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		if err := d.api.Close(ctx); err != nil {
+			d.log.Warn("close api server", zap.Error(err))
+		}
+		cancel()
+	}
+	if d.ln != nil {
+		d.ln.Close()
+	}
+	if d.db != nil {
+		if err := d.db.Close(); err != nil {
+			d.log.Warn("close store", zap.Error(err))
+		}
+	}
+	if d.unlock != nil {
+		d.unlock()
+	}
+}
+
+// notify sends state to systemd's notification socket. Outside systemd
+// (no NOTIFY_SOCKET) it does nothing.
+func (d *daemon) notify(state string) {
+	if _, err := sddaemon.SdNotify(false, state); err != nil {
+		d.log.Warn("notify systemd", zap.String("state", state), zap.Error(err))
+	}
+}
+
+// lockDataDir takes an exclusive lock on dataDir so that two daemons never
+// share one database. The lock goes away with the process; the returned
+// function releases it earlier.
+func lockDataDir(dataDir string) (unlock func(), err error) {
+	path := filepath.Join(dataDir, "edgeapi.lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock data dir: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("lock data dir: %s is in use by another edgeapi", dataDir)
+		}
+		return nil, fmt.Errorf("lock data dir: %w", err)
+	}
+	return func() { f.Close() }, nil
+}
+
+// mustStdLog adapts log for net/http's own messages (bad requests, panics
+// in handlers), which are worth a warning.
+func mustStdLog(log *zap.Logger) *stdlog.Logger {
+	l, err := zap.NewStdLogAt(log, zap.WarnLevel)
+	if err != nil {
+		panic(err) // only for invalid levels
+	}
+	return l
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
