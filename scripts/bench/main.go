@@ -1,0 +1,368 @@
+// Command bench is edgeapi's load generator. It drives a daemon over
+// loopback HTTP with the Kubernetes resource API and prints throughput and
+// latency (p50/p90/p99/max) for each workload, the daemon's RSS, start-up
+// time, CPU use, and whatever store statistics the daemon exposes
+// (/readyz?verbose, /debug/edgeapi/stats).
+//
+// By default it starts a fresh daemon itself:
+//
+//	go build -o bin/edgeapi ./daemon
+//	go run ./scripts/bench --bin bin/edgeapi --json /tmp/bench.json
+//
+// or targets one already running:
+//
+//	go run ./scripts/bench --server http://127.0.0.1:6443 --pid 1234
+//
+// Workloads (--workloads, comma separated; see -help): create, get, rmw,
+// list by default; watch and big on request (--big adds big).
+//
+// The bench binary also answers `bench serve --data-dir DIR --listen ADDR`
+// with a small in-memory fake of the API, to test this tool and measure its
+// own overhead: `go build -o /tmp/bench ./scripts/bench && /tmp/bench --bin
+// /tmp/bench`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+var stderr io.Writer = os.Stderr
+
+// config is the parsed command line.
+type config struct {
+	server   string
+	bin      string
+	pid      int
+	keepData bool
+
+	workloads     []string
+	duration      time.Duration
+	maxOps        int64
+	payloadBytes  int
+	createClients []int
+	getClients    int
+	getObjects    int
+	rmwClients    int
+	listObjects   int
+	lists         int
+	settle        time.Duration
+
+	bigObjects int
+	bigIdle    time.Duration
+	bigTimeout time.Duration
+
+	watchers     int
+	writeRate    int
+	watchWriters int
+
+	jsonPath string
+	commit   string
+	quiet    bool
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		os.Exit(fakeServeMain(os.Args[2:]))
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: go run ./scripts/bench [flags]\n\nworkloads:\n")
+		for _, w := range workloads {
+			def := ""
+			if w.byDefault {
+				def = " (default)"
+			}
+			fmt.Fprintf(fs.Output(), "  %-7s %s%s\n", w.name, w.desc, def)
+		}
+		fmt.Fprintf(fs.Output(), "\nflags:\n")
+		fs.PrintDefaults()
+	}
+	var defaults []string
+	for _, w := range workloads {
+		if w.byDefault {
+			defaults = append(defaults, w.name)
+		}
+	}
+	wl := fs.String("workloads", strings.Join(defaults, ","), "comma-separated workloads to run, in order")
+	big := fs.Bool("big", false, "also run the big workload (100k objects: RSS and restart time)")
+	fs.StringVar(&cfg.server, "server", "", "URL of a running daemon (http://127.0.0.1:PORT); default: start --bin")
+	fs.StringVar(&cfg.bin, "bin", "bin/edgeapi", "edgeapi binary to start as `serve --data-dir TMP --listen 127.0.0.1:PORT`")
+	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
+	fs.BoolVar(&cfg.keepData, "keep-data", false, "keep the temporary data dirs and daemon logs")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "duration of each timed workload")
+	fs.Int64Var(&cfg.maxOps, "max-ops", 5_000_000, "upper bound on operations per timed workload")
+	fs.IntVar(&cfg.payloadBytes, "payload", 1024, "bytes of data per ConfigMap")
+	cc := fs.String("create-clients", "1,16,64", "concurrency levels of the create workload")
+	fs.IntVar(&cfg.getClients, "get-clients", 16, "clients of the get workload")
+	fs.IntVar(&cfg.getObjects, "get-objects", 1000, "objects the get workload reads from")
+	fs.IntVar(&cfg.rmwClients, "rmw-clients", 16, "clients of the rmw workload, each on its own object")
+	fs.IntVar(&cfg.listObjects, "list-objects", 10000, "objects in the listed namespace")
+	fs.IntVar(&cfg.lists, "lists", 20, "sequential full LISTs to time")
+	fs.DurationVar(&cfg.settle, "settle", 2*time.Second, "idle time before reading RSS after start-up")
+	fs.IntVar(&cfg.bigObjects, "big-objects", 100_000, "objects stored by the big workload")
+	fs.DurationVar(&cfg.bigIdle, "big-idle", 5*time.Second, "idle time before reading RSS with big-objects stored")
+	fs.DurationVar(&cfg.bigTimeout, "big-timeout", 15*time.Minute, "upper bound on the big workload")
+	fs.IntVar(&cfg.watchers, "watchers", 1000, "watch workload: concurrent watches on one namespace")
+	fs.IntVar(&cfg.writeRate, "write-rate", 1000, "watch workload: creates per second")
+	fs.IntVar(&cfg.watchWriters, "watch-writers", 32, "watch workload: writer goroutines sharing --write-rate")
+	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
+	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: git HEAD of the binary's repo)")
+	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	seen := map[string]bool{}
+	for _, name := range strings.Split(*wl, ",") {
+		name = strings.TrimSpace(name)
+		if name == "" || seen[name] {
+			continue
+		}
+		if _, ok := findWorkload(name); !ok {
+			return cfg, fmt.Errorf("unknown workload %q (see -help)", name)
+		}
+		seen[name] = true
+		cfg.workloads = append(cfg.workloads, name)
+	}
+	if *big && !seen["big"] {
+		cfg.workloads = append(cfg.workloads, "big")
+	}
+	for _, s := range strings.Split(*cc, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("bad --create-clients %q", *cc)
+		}
+		cfg.createClients = append(cfg.createClients, n)
+	}
+	if cfg.getClients < 1 || cfg.rmwClients < 1 || cfg.getObjects < 1 || cfg.listObjects < 1 ||
+		cfg.lists < 1 || cfg.watchers < 1 || cfg.writeRate < 1 || cfg.watchWriters < 1 || cfg.bigObjects < 1 {
+		return cfg, errors.New("counts and rates must be positive")
+	}
+	if cfg.duration <= 0 || cfg.maxOps < 1 {
+		return cfg, errors.New("--duration and --max-ops must be positive")
+	}
+	return cfg, nil
+}
+
+func run(ctx context.Context, args []string) error {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	b := &bench{
+		cfg:   cfg,
+		runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff),
+		report: &Report{
+			Started:   time.Now().Format(time.RFC3339),
+			GoVersion: runtime.Version(),
+			NumCPU:    runtime.NumCPU(),
+			Config: map[string]any{
+				"workloads": cfg.workloads, "duration": cfg.duration.String(),
+				"payload_bytes": cfg.payloadBytes, "create_clients": cfg.createClients,
+				"get_clients": cfg.getClients, "get_objects": cfg.getObjects,
+				"rmw_clients": cfg.rmwClients, "list_objects": cfg.listObjects, "lists": cfg.lists,
+				"big_objects": cfg.bigObjects, "watchers": cfg.watchers, "write_rate": cfg.writeRate,
+			},
+		},
+	}
+	report := b.report
+
+	repoDir, _ := os.Getwd()
+	if cfg.server != "" {
+		b.base = strings.TrimRight(cfg.server, "/")
+		b.pid = cfg.pid
+		report.Server = b.base
+	} else {
+		bin, err := filepath.Abs(cfg.bin)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(bin); err != nil {
+			return fmt.Errorf("daemon binary: %w (build it with scripts/build, or use --server)", err)
+		}
+		b.cfg.bin = bin
+		report.Bin = bin
+		repoDir = filepath.Dir(bin)
+		report.Version = daemonVersion(ctx, bin)
+
+		b.tmpDir, err = os.MkdirTemp("", "edgeapi-bench-")
+		if err != nil {
+			return err
+		}
+		if !cfg.keepData {
+			defer os.RemoveAll(b.tmpDir)
+		} else {
+			defer b.logf("data and logs kept in %s", b.tmpDir)
+		}
+		addr, err := freeLoopbackAddr()
+		if err != nil {
+			return err
+		}
+		d, startup, err := startDaemon(ctx, bin, filepath.Join(b.tmpDir, "data"), addr)
+		if err != nil {
+			return err
+		}
+		b.d, b.pid, b.base = d, d.pid(), "http://"+addr
+		report.Server = b.base
+		stopped := false
+		stopDaemon := func() {
+			if stopped {
+				return
+			}
+			stopped = true
+			t := time.Now()
+			err := b.d.stop()
+			r := Result{Workload: "shutdown", Value: time.Since(t).Seconds(), Unit: "s"}
+			r.note("SIGTERM to exit after the run")
+			if err != nil {
+				r.note("%v", err)
+				report.Failures = append(report.Failures, "shutdown: "+err.Error())
+			}
+			report.Results = append(report.Results, r)
+			b.logResult(r)
+		}
+		defer stopDaemon()
+
+		r := Result{Workload: "startup", Value: startup.Seconds(), Unit: "s"}
+		r.note("process start to /readyz 200, empty data dir")
+		report.Results = append(report.Results, r)
+		b.logf("daemon pid %d on %s, data %s", b.pid, addr, d.dataDir)
+		b.logResult(r)
+
+		// Stop the daemon first, so that its shutdown is in the report.
+		err = b.runWorkloads(ctx)
+		stopDaemon()
+		return b.finish(repoDir, err)
+	}
+	return b.finish(repoDir, b.runWorkloads(ctx))
+}
+
+func (b *bench) runWorkloads(ctx context.Context) error {
+	maxConns := 64
+	for _, n := range b.cfg.createClients {
+		maxConns = max(maxConns, n)
+	}
+	maxConns = max(maxConns, b.cfg.getClients, b.cfg.rmwClients, b.cfg.watchWriters)
+	b.c = newClient(b.base, maxConns)
+	defer b.c.close()
+
+	if b.pid > 0 {
+		settle(ctx, b.cfg.settle)
+		if mib, ok := b.rss(); ok {
+			r := Result{Workload: "rss-idle", Value: mib, Unit: "MiB", Target: targetRSSIdle}
+			if b.d != nil {
+				r.note("%s after start-up", b.cfg.settle)
+			} else {
+				r.note("at start of run (--pid)")
+			}
+			b.report.Results = append(b.report.Results, r)
+			b.logResult(r)
+		}
+	}
+	b.report.ServerStats = b.c.probeStats(ctx)
+
+	for _, name := range b.cfg.workloads {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		w, _ := findWorkload(name)
+		b.logf("== %s", name)
+		res, err := w.run(ctx, b)
+		b.report.Results = append(b.report.Results, res...)
+		if err != nil {
+			b.report.Failures = append(b.report.Failures, name+": "+err.Error())
+			b.logf("%s failed: %v", name, err)
+		}
+	}
+	if b.pid > 0 {
+		if mib, ok := b.rss(); ok {
+			r := Result{Workload: "rss-end", Value: mib, Unit: "MiB"}
+			r.note("after the last workload")
+			b.report.Results = append(b.report.Results, r)
+			b.logResult(r)
+		}
+	}
+	return ctx.Err()
+}
+
+// finish prints the report and writes the JSON file.
+func (b *bench) finish(repoDir string, runErr error) error {
+	r := b.report
+	r.Commit = b.cfg.commit
+	if r.Commit == "" {
+		r.Commit = gitCommit(repoDir)
+	}
+	printReport(os.Stdout, r)
+	if b.cfg.jsonPath != "" {
+		if err := writeJSON(b.cfg.jsonPath, r); err != nil {
+			return fmt.Errorf("write json: %w", err)
+		}
+		b.logf("wrote %s", b.cfg.jsonPath)
+	}
+	if runErr != nil {
+		return runErr
+	}
+	if len(r.Failures) > 0 {
+		return fmt.Errorf("%d workload(s) failed", len(r.Failures))
+	}
+	return nil
+}
+
+// gitCommit returns HEAD of the repository holding dir, with "+dirty" when
+// tracked files outside scripts/bench differ, or "" outside a repository.
+func gitCommit(dir string) string {
+	out, err := exec.Command("git", "-C", dir, "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	commit := strings.TrimSpace(string(out))
+	st, err := exec.Command("git", "-C", dir, "status", "--porcelain", "--untracked-files=no", "--", ":/", ":(exclude,top)scripts/bench").Output()
+	if err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		commit += "+dirty"
+	}
+	return commit
+}
+
+// daemonVersion returns the first line of `bin version`, or "".
+func daemonVersion(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "version").Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if len(line) > 100 {
+		line = line[:100]
+	}
+	return line
+}

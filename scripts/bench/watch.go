@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults for the watch workload.
+const (
+	// DefaultWatchConnectTimeout bounds the wait for every watcher to get
+	// its response headers before the writer starts anyway (a server that
+	// flushes headers only with the first event is still measured: the
+	// watches start at a resourceVersion, so no event is missed).
+	DefaultWatchConnectTimeout = 15 * time.Second
+	// DefaultWatchDrainTimeout bounds the wait, after the last write, for
+	// every watcher to receive every event.
+	DefaultWatchDrainTimeout = 10 * time.Second
+	// watchReadBuffer is each watcher's line buffer; longer lines are
+	// assembled in an overflow buffer.
+	watchReadBuffer = 16 << 10
+	// watchDialConcurrency limits simultaneous watch connects.
+	watchDialConcurrency = 64
+)
+
+// watcher is one watch connection's state. Its counters are atomic because
+// the progress check reads them while it runs; the histogram is read only
+// after it ends.
+type watcher struct {
+	hist     *histogram
+	events   atomic.Int64 // events carrying the sent annotation
+	other    atomic.Int64 // bookmarks and events of objects not ours
+	errors   atomic.Int64 // ERROR events
+	errorMsg string       // first ERROR event or failure; read after the watcher ends
+	closed   atomic.Bool  // the stream ended (by the server, or by us at the end)
+}
+
+var sentKey = []byte(`"` + sentAnnotation + `":"`)
+
+// parseSent returns the UnixNano send time embedded in an event line, or 0.
+func parseSent(line []byte) int64 {
+	i := bytes.Index(line, sentKey)
+	if i < 0 {
+		return 0
+	}
+	var v int64
+	for _, c := range line[i+len(sentKey):] {
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + int64(c-'0')
+	}
+	return v
+}
+
+var errorEvent = []byte(`"type":"ERROR"`)
+
+// run reads events from body until it ends, recording for each event of
+// ours the delay from the writer's send time to its arrival here.
+func (w *watcher) run(body io.Reader) {
+	br := bufio.NewReaderSize(body, watchReadBuffer)
+	var long []byte
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			long = append(long, line...)
+			continue
+		}
+		if len(long) > 0 {
+			long = append(long, line...)
+			line, long = long, long[:0]
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			now := time.Now().UnixNano()
+			if sent := parseSent(line); sent != 0 {
+				w.hist.record(time.Duration(now - sent))
+				w.events.Add(1)
+			} else if bytes.Contains(line, errorEvent) {
+				if w.errors.Add(1) == 1 {
+					w.errorMsg = string(line[:min(len(line), 300)])
+				}
+			} else {
+				w.other.Add(1)
+			}
+		}
+		if err != nil {
+			w.closed.Store(true)
+			if !errors.Is(err, io.EOF) && w.errorMsg == "" {
+				w.errorMsg = err.Error()
+			}
+			return
+		}
+	}
+}
+
+func runWatch(ctx context.Context, b *bench) ([]Result, error) {
+	ns := "bench-watch-" + b.runID
+	if err := b.c.ensureNamespace(ctx, ns); err != nil {
+		return nil, err
+	}
+	url := configMapsURL(b.base, ns)
+	code, listBody, err := b.c.doSimple(ctx, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps", "")
+	if err != nil || code != http.StatusOK {
+		return nil, fmt.Errorf("list %s: HTTP %d %v", ns, code, err)
+	}
+	rv := resourceVersionOf(listBody)
+	if rv == nil {
+		return nil, errors.New("list: no metadata.resourceVersion")
+	}
+	watchURL := url + "?watch=1&resourceVersion=" + string(rv)
+
+	nWatchers := b.cfg.watchers
+	tr := newTransport(nWatchers)
+	defer tr.CloseIdleConnections()
+	watchCtx, stopWatches := context.WithCancel(ctx)
+	defer stopWatches()
+
+	// Connect the watchers, at most watchDialConcurrency at a time.
+	ws := make([]*watcher, nWatchers)
+	var connected, failed atomic.Int64
+	var connectWG, doneWG sync.WaitGroup
+	dialSem := make(chan struct{}, watchDialConcurrency)
+	connectStart := time.Now()
+	for i := range ws {
+		w := &watcher{hist: newHistogram()}
+		ws[i] = w
+		connectWG.Add(1)
+		doneWG.Add(1)
+		go func() {
+			defer doneWG.Done()
+			dialSem <- struct{}{}
+			req, _ := http.NewRequestWithContext(watchCtx, http.MethodGet, watchURL, nil)
+			req.Header = hdrJSON
+			resp, err := tr.RoundTrip(req)
+			<-dialSem
+			if err != nil || resp.StatusCode != http.StatusOK {
+				if err == nil {
+					msg, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+					resp.Body.Close()
+					err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+				}
+				w.errorMsg = "watch: " + err.Error()
+				w.closed.Store(true)
+				failed.Add(1)
+				connectWG.Done()
+				return
+			}
+			connected.Add(1)
+			connectWG.Done()
+			defer resp.Body.Close()
+			w.run(resp.Body)
+		}()
+	}
+	allConnected := make(chan struct{})
+	go func() { connectWG.Wait(); close(allConnected) }()
+	select {
+	case <-allConnected:
+	case <-time.After(DefaultWatchConnectTimeout):
+		b.logf("watch: %d of %d watchers connected after %s; writing anyway",
+			connected.Load(), nWatchers, DefaultWatchConnectTimeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	connectTime := time.Since(connectStart)
+	b.logf("watch: %d watchers connected (%d failed) in %s", connected.Load(), failed.Load(), connectTime.Round(time.Millisecond))
+	if connected.Load() == 0 {
+		stopWatches()
+		doneWG.Wait()
+		return nil, fmt.Errorf("no watcher connected: %s", ws[0].errorMsg)
+	}
+
+	m := b.beginMeasure(ctx)
+	writes, writeHist, writeErrs, writeErrSample, behind := b.paceWrites(ctx, ns)
+
+	// Wait for every connected watcher to see every successful write.
+	drainStart := time.Now()
+	deadline := drainStart.Add(DefaultWatchDrainTimeout)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		done := true
+		for _, w := range ws {
+			if !w.closed.Load() && w.events.Load() < writes {
+				done = false
+				break
+			}
+		}
+		if done {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var closedEarly int64
+	for _, w := range ws {
+		if w.closed.Load() {
+			closedEarly++
+		}
+	}
+	stopWatches()
+	doneWG.Wait()
+
+	var r Result
+	r.Workload = fmt.Sprintf("watch-%dw-%d/s", nWatchers, b.cfg.writeRate)
+	r.Clients = nWatchers
+	h := newHistogram()
+	var received, other, evErrs, short int64
+	for _, w := range ws {
+		h.merge(w.hist)
+		n := w.events.Load()
+		received += n
+		other += w.other.Load()
+		evErrs += w.errors.Load()
+		if n < writes {
+			short++
+		}
+		if w.errorMsg != "" && r.ErrSample == "" {
+			r.ErrSample = w.errorMsg
+		}
+	}
+	r.Ops = received
+	r.Errors = evErrs + failed.Load()
+	r.Seconds = b.cfg.duration.Seconds()
+	r.OpsPerSec = float64(received) / time.Since(m.start).Seconds()
+	lat := h.summary()
+	r.Latency = &lat
+	m.end(ctx, &r)
+	expected := writes * connected.Load()
+	r.note("delivery latency: writer's send time → watcher's receipt")
+	r.note("%d writes ok (%d failed), %.0f/s; %d of %d expected events received (%d missing), %d watchers short",
+		writes, writeErrs, float64(writes)/b.cfg.duration.Seconds(), received, expected, expected-received, short)
+	r.note("%d watchers connected in %s, %d failed, %d streams ended by the server; %d other events (bookmarks), %d ERROR events",
+		connected.Load(), connectTime.Round(time.Millisecond), failed.Load(), closedEarly-failed.Load(), other, evErrs)
+	r.note("writer's worst send lag behind schedule %s", behind.Round(time.Millisecond))
+
+	wr := Result{Workload: "watch-writer", Clients: b.cfg.watchWriters, Ops: writes, Errors: writeErrs,
+		ErrSample: writeErrSample, Seconds: b.cfg.duration.Seconds(),
+		OpsPerSec: float64(writes) / b.cfg.duration.Seconds()}
+	wl := writeHist.summary()
+	wr.Latency = &wl
+	wr.note("open-loop creates at %d/s target while %d watchers watch", b.cfg.writeRate, nWatchers)
+	b.logResult(r)
+	b.logResult(wr)
+	return []Result{r, wr}, nil
+}
+
+// paceWrites creates ConfigMaps in ns at cfg.writeRate for cfg.duration,
+// open loop: writer k of W sends writes k, k+W, k+2W… each at its scheduled
+// time (or at once when it is late). Each object carries its actual send
+// time in sentAnnotation. It returns the successful writes, their latency,
+// the failures with a sample, and the largest delay of a send behind its
+// schedule.
+func (b *bench) paceWrites(ctx context.Context, ns string) (int64, *histogram, int64, string, time.Duration) {
+	rate := b.cfg.writeRate
+	nw := b.cfg.watchWriters
+	total := int64(float64(rate) * b.cfg.duration.Seconds())
+	interval := time.Second / time.Duration(rate)
+	tmpl := newConfigMapBody(ns, b.cfg.payloadBytes)
+	url := configMapsURL(b.base, ns)
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.duration+DefaultRequestTimeout)
+	defer cancel()
+
+	hists := make([]*histogram, nw)
+	oks := make([]int64, nw)
+	errs := make([]int64, nw)
+	samples := make([]string, nw)
+	lates := make([]time.Duration, nw)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for k := range nw {
+		hists[k] = newHistogram()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			body := newReqBody()
+			var buf []byte
+			var sink bytes.Buffer
+			for i := int64(k); i < total && ctx.Err() == nil; i += int64(nw) {
+				at := start.Add(time.Duration(i) * interval)
+				if d := time.Until(at); d > 0 {
+					time.Sleep(d)
+				}
+				if !body.acquire() {
+					body, buf = newReqBody(), nil
+				}
+				t0 := time.Now()
+				lates[k] = max(lates[k], t0.Sub(at))
+				buf = tmpl.appendCreate(buf[:0], "w-", i, t0.UnixNano())
+				body.set(buf)
+				if _, _, err := b.c.do(ctx, "POST", url, body, &sink); err != nil {
+					errs[k]++
+					if samples[k] == "" {
+						samples[k] = err.Error()
+					}
+					continue
+				}
+				hists[k].record(time.Since(t0))
+				oks[k]++
+			}
+		}()
+	}
+	wg.Wait()
+	h := newHistogram()
+	var ok, failed int64
+	var sample string
+	var late time.Duration
+	for k := range nw {
+		h.merge(hists[k])
+		ok += oks[k]
+		failed += errs[k]
+		if sample == "" {
+			sample = samples[k]
+		}
+		late = max(late, lates[k])
+	}
+	return ok, h, failed, sample, late
+}

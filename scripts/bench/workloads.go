@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// workload is one entry of the benchmark. A workload prepares its own
+// objects (under names unique to the run), measures, and returns one or
+// more report lines. To add one, write its run function and append it to
+// workloads.
+type workload struct {
+	name string
+	// desc is shown in -help.
+	desc string
+	// byDefault reports whether it runs when --workloads is not given.
+	byDefault bool
+	run       func(ctx context.Context, b *bench) ([]Result, error)
+}
+
+var workloads = []workload{
+	{"create", "POST ~1 KiB ConfigMaps with unique names at each --create-clients level", true, runCreate},
+	{"get", "GET random existing ConfigMaps by name at --get-clients", true, runGet},
+	{"rmw", "read-modify-write: GET then PUT with that resourceVersion, each client on its own object, retry on 409", true, runRMW},
+	{"list", "sequential full LISTs of --list-objects ConfigMaps in one namespace", true, runList},
+	{"watch", "--watchers watches on one namespace while a writer creates at --write-rate; per-event delivery latency", false, runWatch},
+	{"big", "RSS with --big-objects ConfigMaps stored, and restart-to-ready time with them (also --big)", false, runBig},
+}
+
+func findWorkload(name string) (workload, bool) {
+	for _, w := range workloads {
+		if w.name == name {
+			return w, true
+		}
+	}
+	return workload{}, false
+}
+
+// Reference numbers printed next to results. Targets are edgeapi's goals;
+// the kube-apiserver numbers were measured on the same kind of machine.
+// Nothing asserts them.
+const (
+	targetCreate64 = "≥10,000/s, p99 ≤30 ms"
+	kubeCreate64   = "1,400–1,650/s"
+	targetGet16    = "≥20,000/s"
+	kubeGet16      = "2,000–2,600/s"
+	kubeRMW16      = "~600/s"
+	targetList10k  = "≤60 ms"
+	kubeList10k    = "131–136 ms"
+	targetRSSIdle  = "≤30 MB"
+	targetRSS100k  = "≤80 MB"
+	targetStart100 = "≤0.5 s"
+)
+
+// Namespaces the workloads use. The timed create, get and rmw workloads
+// share "bench" (as in the issue); list and watch get a namespace of their
+// own per run so that what they read is exactly what they wrote.
+const benchNamespace = "bench"
+
+func configMapsURL(base, ns string) string {
+	return base + "/api/v1/namespaces/" + ns + "/configmaps"
+}
+
+func runCreate(ctx context.Context, b *bench) ([]Result, error) {
+	if err := b.c.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, err
+	}
+	tmpl := newConfigMapBody(benchNamespace, b.cfg.payloadBytes)
+	url := configMapsURL(b.base, benchNamespace)
+	var out []Result
+	for _, clients := range b.cfg.createClients {
+		r, err := b.runLoop(ctx, loopSpec{
+			name:     fmt.Sprintf("create-%d", clients),
+			clients:  clients,
+			duration: b.cfg.duration,
+			maxOps:   b.cfg.maxOps,
+			setup: func(_ context.Context, w *worker) error {
+				w.name = fmt.Sprintf("c%d-%s-%d-", clients, b.runID, w.id)
+				return nil
+			},
+			op: func(ctx context.Context, w *worker) error {
+				body := w.nextBody()
+				w.buf = tmpl.appendCreate(w.buf[:0], w.name, w.seq, 0)
+				w.seq++
+				body.set(w.buf)
+				_, _, err := b.c.do(ctx, "POST", url, body, &w.sink)
+				return err
+			},
+		})
+		if err != nil {
+			return out, err
+		}
+		if clients == 64 {
+			r.Target, r.KubeAPIServerRef = targetCreate64, kubeCreate64
+		}
+		out = append(out, r)
+		b.logResult(r)
+	}
+	return out, nil
+}
+
+func runGet(ctx context.Context, b *bench) ([]Result, error) {
+	n := b.cfg.getObjects
+	prefix := "get-" + b.runID + "-"
+	b.logf("get: seeding %d ConfigMaps", n)
+	if _, err := b.seedConfigMaps(ctx, benchNamespace, prefix, n, 32); err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	urls := make([]string, n)
+	for i := range urls {
+		urls[i] = configMapsURL(b.base, benchNamespace) + "/" + prefix + strconv.Itoa(i)
+	}
+	clients := b.cfg.getClients
+	r, err := b.runLoop(ctx, loopSpec{
+		name:     fmt.Sprintf("get-%d", clients),
+		clients:  clients,
+		duration: b.cfg.duration,
+		maxOps:   b.cfg.maxOps,
+		op: func(ctx context.Context, w *worker) error {
+			_, n, err := b.c.do(ctx, "GET", urls[w.rng.IntN(len(urls))], nil, &w.sink)
+			w.bytes += n
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if clients == 16 {
+		r.Target, r.KubeAPIServerRef = targetGet16, kubeGet16
+	}
+	r.note("%d objects", n)
+	b.logResult(r)
+	return []Result{r}, nil
+}
+
+// maxRMWAttempts bounds the retries of one read-modify-write on conflict.
+const maxRMWAttempts = 10
+
+func runRMW(ctx context.Context, b *bench) ([]Result, error) {
+	clients := b.cfg.rmwClients
+	prefix := "rmw-" + b.runID + "-"
+	if _, err := b.seedConfigMaps(ctx, benchNamespace, prefix, clients, clients); err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	tmpl := newConfigMapBody(benchNamespace, b.cfg.payloadBytes)
+	var url []string
+	for i := range clients {
+		url = append(url, configMapsURL(b.base, benchNamespace)+"/"+prefix+strconv.Itoa(i))
+	}
+	r, err := b.runLoop(ctx, loopSpec{
+		name:     fmt.Sprintf("rmw-put-%d", clients),
+		clients:  clients,
+		duration: b.cfg.duration,
+		maxOps:   b.cfg.maxOps,
+		setup: func(_ context.Context, w *worker) error {
+			w.name = prefix + strconv.Itoa(w.id)
+			return nil
+		},
+		op: func(ctx context.Context, w *worker) error {
+			for range maxRMWAttempts {
+				if _, _, err := b.c.do(ctx, "GET", url[w.id], nil, &w.sink); err != nil {
+					return fmt.Errorf("get: %w", err)
+				}
+				rv := resourceVersionOf(w.sink.Bytes())
+				if rv == nil {
+					return errors.New("get: response has no metadata.resourceVersion")
+				}
+				body := w.nextBody()
+				w.buf = tmpl.appendUpdate(w.buf[:0], w.name, rv, w.seq)
+				w.seq++
+				body.set(w.buf)
+				_, _, err := b.c.do(ctx, "PUT", url[w.id], body, &w.sink)
+				if err == nil {
+					return nil
+				}
+				if statusOf(err) != 409 {
+					return fmt.Errorf("put: %w", err)
+				}
+				w.conflicts++
+			}
+			return fmt.Errorf("put: %d conflicts in a row", maxRMWAttempts)
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.KubeAPIServerRef = kubeRMW16
+	r.note("one op = GET + PUT (+ retries); %d conflicts", r.Conflicts)
+	b.logResult(r)
+	return []Result{r}, nil
+}
+
+// resourceVersionOf returns the object's metadata.resourceVersion, found by
+// a byte search, or by decoding when the encoder spaced its JSON.
+func resourceVersionOf(b []byte) []byte {
+	if rv := findResourceVersion(b); rv != nil {
+		return rv
+	}
+	var obj struct {
+		Metadata struct {
+			ResourceVersion string `json:"resourceVersion"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(b, &obj) != nil || obj.Metadata.ResourceVersion == "" {
+		return nil
+	}
+	return []byte(obj.Metadata.ResourceVersion)
+}
+
+func runList(ctx context.Context, b *bench) ([]Result, error) {
+	n := b.cfg.listObjects
+	ns := "bench-list-" + b.runID
+	b.logf("list: seeding %d ConfigMaps in %s", n, ns)
+	rate, err := b.seedConfigMaps(ctx, ns, "l-", n, 64)
+	if err != nil {
+		return nil, fmt.Errorf("seed: %w", err)
+	}
+	b.logf("list: seeded at %.0f/s", rate)
+	url := configMapsURL(b.base, ns)
+
+	// One untimed LIST checks the count and warms up.
+	var sink bytes.Buffer
+	if _, _, err := b.c.do(ctx, "GET", url, nil, &sink); err != nil {
+		return nil, fmt.Errorf("list: %w", err)
+	}
+	var list struct {
+		Metadata struct {
+			Continue string `json:"continue"`
+		} `json:"metadata"`
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := json.Unmarshal(sink.Bytes(), &list); err != nil {
+		return nil, fmt.Errorf("list: decode: %w", err)
+	}
+
+	r, err := b.runLoop(ctx, loopSpec{
+		name:     fmt.Sprintf("list-%s", shortCount(n)),
+		clients:  1,
+		duration: b.cfg.duration * 10, // bounded by count
+		maxOps:   int64(b.cfg.lists),
+		op: func(ctx context.Context, w *worker) error {
+			_, n, err := b.c.do(ctx, "GET", url, nil, &w.sink)
+			w.bytes = n
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Value, r.Unit = float64(sink.Len())/(1<<20), "MiB"
+	r.note("response %.2f MiB, %d items", r.Value, len(list.Items))
+	if len(list.Items) != n || list.Metadata.Continue != "" {
+		r.note("WARNING: expected %d items in one page, got %d (continue=%q)", n, len(list.Items), list.Metadata.Continue)
+	}
+	r.note("seeded at %.0f creates/s (64 clients)", rate)
+	if n == 10000 {
+		r.Target, r.KubeAPIServerRef = targetList10k, kubeList10k
+	}
+	b.logResult(r)
+	return []Result{r}, nil
+}
+
+// shortCount renders 10000 as "10k".
+func shortCount(n int) string {
+	if n >= 1000 && n%1000 == 0 {
+		return strconv.Itoa(n/1000) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// settle waits d, or less if ctx ends.
+func settle(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
