@@ -40,6 +40,9 @@ var (
 	ErrClosed = errors.New("store: closed")
 	// ErrTooLarge: a value exceeds MaxValueBytes.
 	ErrTooLarge = errors.New("store: value too large")
+	// ErrInvalidObject: a value is not a JSON object with a top-level
+	// "metadata" object, so the store cannot stamp its resourceVersion.
+	ErrInvalidObject = errors.New("store: value is not an object with metadata")
 )
 
 // Key names one object. Resource is the storage resource name, qualified by

@@ -1,0 +1,397 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// Defaults for Config fields left zero.
+const (
+	DefaultMaxBatch      = 256
+	DefaultMaxBatchBytes = 8 << 20
+	// DefaultMaxValueBytes is etcd's 1.5 MiB request limit doubled, plus
+	// slack for the bytes stamping adds.
+	DefaultMaxValueBytes = 4 << 20
+	DefaultReadConns     = 4
+)
+
+// Config configures Open.
+type Config struct {
+	// Path is the SQLite file; its directory must exist. The WAL sits
+	// beside it as Path+"-wal".
+	Path string
+	// Logger receives open, compaction and commit-failure messages; nil
+	// means zap.NewNop().
+	Logger *zap.Logger
+	// MaxBatch bounds the writes in one group-commit transaction
+	// (default DefaultMaxBatch).
+	MaxBatch int
+	// MaxBatchBytes bounds the value bytes in one group-commit transaction
+	// (default DefaultMaxBatchBytes). A single larger value still commits,
+	// alone.
+	MaxBatchBytes int
+	// MaxValueBytes is the largest value Create and Update accept; larger
+	// ones fail with ErrTooLarge (default DefaultMaxValueBytes).
+	MaxValueBytes int
+	// ReadConns is the size of the read connection pool (default
+	// DefaultReadConns).
+	ReadConns int
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = zap.NewNop()
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = DefaultMaxBatch
+	}
+	if c.MaxBatchBytes <= 0 {
+		c.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if c.MaxValueBytes <= 0 {
+		c.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if c.ReadConns <= 0 {
+		c.ReadConns = DefaultReadConns
+	}
+}
+
+// DB is the Store kept in one SQLite database. Open it with Open; all
+// methods are safe for concurrent use.
+type DB struct {
+	cfg Config
+	log *zap.Logger
+
+	// writeDB holds exactly one connection, writeConn, used only by the
+	// writer goroutine (and by Open and Close before and after it runs).
+	writeDB   *sql.DB
+	writeConn *sql.Conn
+	stmts     writeStmts
+	// readDB is the read pool: query_only connections that never block
+	// the writer (WAL).
+	readDB  *sql.DB
+	getStmt *sql.Stmt
+
+	// rev is the last committed revision; only the writer stores it, after
+	// COMMIT. compactedRev is the scheduled compaction revision.
+	rev          atomic.Int64
+	compactedRev atomic.Int64
+	// finishedCompactRev is the finished compaction revision read at Open.
+	finishedCompactRev int64
+
+	// closeMu guards closed and the sends on queue and jobs: senders hold
+	// it for reading, Close for writing while it closes queue. Lock order:
+	// closeMu before subMu.
+	closeMu sync.RWMutex
+	closed  bool
+	// isClosed mirrors closed for reads, which take no lock.
+	isClosed atomic.Bool
+	queue   chan *writeReq
+	jobs    chan writerJob
+
+	// subMu guards subs, the subscriber list, which is replaced (never
+	// modified in place) so that the writer can read it without the lock.
+	subMu  sync.Mutex
+	subs   atomic.Pointer[[]subscriber]
+	nextID uint64
+
+	// beforeBatch, when set (by tests), runs on the writer goroutine after
+	// it has received a batch's first write and before it takes the rest.
+	beforeBatch func()
+
+	stats      stats
+	bgCancel   context.CancelFunc
+	wg         sync.WaitGroup // the writer and background compaction
+	closeOnce  sync.Once
+	closeErr   error
+	writerDone chan struct{}
+}
+
+type subscriber struct {
+	id uint64
+	fn func([]Event)
+}
+
+// stats are the counters behind Stats, updated by the writer.
+type stats struct {
+	batches       atomic.Int64
+	batchedWrites atomic.Int64
+	maxBatch      atomic.Int64
+	changeLogRows atomic.Int64
+}
+
+// Stats is a snapshot of the store's counters.
+type Stats struct {
+	Rev          int64
+	CompactedRev int64
+	// Batches counts group-commit transactions committed since Open;
+	// BatchedWrites the successful writes they held. BatchedWrites/Batches
+	// is the average batch size.
+	Batches       int64
+	BatchedWrites int64
+	// MaxBatchSeen is the most writes one committed transaction held.
+	MaxBatchSeen int64
+	// DBBytes and WALBytes are the sizes of the database and WAL files.
+	DBBytes  int64
+	WALBytes int64
+	// ChangeLogRows is the number of change-log rows, counted at Open and
+	// kept up to date by writes and compaction.
+	ChangeLogRows int64
+}
+
+var _ Store = (*DB)(nil)
+
+// Open opens (creating if needed) the database at cfg.Path, migrates its
+// schema, recovers the revision and starts the writer. A compaction that a
+// crash interrupted resumes in the background. Close the DB when done.
+func Open(ctx context.Context, cfg Config) (*DB, error) {
+	cfg.setDefaults()
+	if cfg.Path == "" {
+		return nil, errors.New("open store: empty path")
+	}
+	db := &DB{
+		cfg:        cfg,
+		log:        cfg.Logger,
+		queue:      make(chan *writeReq, 2*cfg.MaxBatch),
+		jobs:       make(chan writerJob),
+		writerDone: make(chan struct{}),
+	}
+	if err := db.open(ctx); err != nil {
+		_ = db.closeConns(false)
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
+	}
+
+	bgCtx, cancel := context.WithCancel(context.Background())
+	db.bgCancel = cancel
+	db.wg.Add(1)
+	go func() {
+		defer db.wg.Done()
+		defer close(db.writerDone)
+		db.groupCommit()
+	}()
+
+	db.resumeCompaction(bgCtx, db.finishedCompactRev)
+	return db, nil
+}
+
+// open connects, checks pragmas, migrates and loads the revisions.
+func (db *DB) open(ctx context.Context) error {
+	wdsn, err := writerDSN(db.cfg.Path)
+	if err != nil {
+		return err
+	}
+	db.writeDB, err = sql.Open("sqlite", wdsn)
+	if err != nil {
+		return fmt.Errorf("open writer: %w", err)
+	}
+	db.writeDB.SetMaxOpenConns(1)
+	db.writeDB.SetMaxIdleConns(1)
+	db.writeDB.SetConnMaxLifetime(0)
+	db.writeDB.SetConnMaxIdleTime(0)
+	db.writeConn, err = db.writeDB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect writer: %w", err)
+	}
+	if err := checkPragmas(ctx, db.writeConn); err != nil {
+		return err
+	}
+	var autoVacuum int
+	if err := db.writeConn.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&autoVacuum); err != nil {
+		return fmt.Errorf("read auto_vacuum: %w", err)
+	}
+	if autoVacuum != 2 { // INCREMENTAL
+		// Only a VACUUM can change it on a database that has tables.
+		db.log.Warn("database is not in incremental auto_vacuum mode; compaction will not return space to the file system",
+			zap.Int("auto_vacuum", autoVacuum))
+	}
+	from, to, err := migrate(ctx, db.writeConn)
+	if err != nil {
+		return err
+	}
+	if err := db.stmts.prepare(ctx, db.writeConn); err != nil {
+		return err
+	}
+	if err := db.loadRevisions(ctx); err != nil {
+		return err
+	}
+
+	rdsn, err := readerDSN(db.cfg.Path)
+	if err != nil {
+		return err
+	}
+	db.readDB, err = sql.Open("sqlite", rdsn)
+	if err != nil {
+		return fmt.Errorf("open readers: %w", err)
+	}
+	db.readDB.SetMaxOpenConns(db.cfg.ReadConns)
+	db.readDB.SetMaxIdleConns(db.cfg.ReadConns)
+	db.readDB.SetConnMaxLifetime(0)
+	db.readDB.SetConnMaxIdleTime(0)
+	db.getStmt, err = db.readDB.PrepareContext(ctx, sqlGet)
+	if err != nil {
+		return fmt.Errorf("prepare get: %w", err)
+	}
+
+	db.log.Info("store opened",
+		zap.String("path", db.cfg.Path),
+		zap.Int("schema_from", from), zap.Int("schema", to),
+		zap.Int64("rev", db.rev.Load()),
+		zap.Int64("compacted_rev", db.compactedRev.Load()),
+		zap.Int64("changelog_rows", db.stats.changeLogRows.Load()))
+	return nil
+}
+
+// loadRevisions recovers the current revision, max(meta rev, newest
+// change-log row), writing it back to meta if they differ, and the
+// compacted revision.
+func (db *DB) loadRevisions(ctx context.Context) error {
+	var stored, newest, scheduled, finished, rows int64
+	err := db.writeConn.QueryRowContext(ctx, `SELECT
+	COALESCE((SELECT value FROM meta WHERE key = ?), 0),
+	COALESCE((SELECT MAX(rev) FROM changelog), 0),
+	COALESCE((SELECT value FROM meta WHERE key = ?), 0),
+	COALESCE((SELECT value FROM meta WHERE key = ?), 0),
+	(SELECT COUNT(*) FROM changelog)`, metaRev, metaScheduledCompactRev, metaFinishedCompactRev).
+		Scan(&stored, &newest, &scheduled, &finished, &rows)
+	if err != nil {
+		return fmt.Errorf("read revision: %w", err)
+	}
+	rev := max(stored, newest)
+	if rev != stored || stored == 0 {
+		if _, err := db.writeConn.ExecContext(ctx, sqlSetMeta, metaRev, rev); err != nil {
+			return fmt.Errorf("write revision: %w", err)
+		}
+	}
+	db.rev.Store(rev)
+	db.compactedRev.Store(scheduled)
+	db.finishedCompactRev = finished
+	db.stats.changeLogRows.Store(rows)
+	return nil
+}
+
+// Rev returns the last committed revision.
+func (db *DB) Rev() int64 { return db.rev.Load() }
+
+// CompactedRev returns the revision of the latest compaction: change-log
+// entries at or below it are gone (or being deleted).
+func (db *DB) CompactedRev() int64 { return db.compactedRev.Load() }
+
+// Subscribe registers fn for every committed batch of events. See Store.
+// The events slice and the Objects in it belong to fn from then on (a
+// watch cache may keep them), but their Values must not be modified. A
+// subscription made while a batch is being committed sees that batch or
+// not; each batch after it, exactly once. After cancel returns, fn is not
+// called again unless a publication was already running.
+func (db *DB) Subscribe(fn func(events []Event)) (cancel func()) {
+	db.subMu.Lock()
+	defer db.subMu.Unlock()
+	db.nextID++
+	id := db.nextID
+	var next []subscriber
+	if cur := db.subs.Load(); cur != nil {
+		next = append(next, *cur...)
+	}
+	next = append(next, subscriber{id: id, fn: fn})
+	db.subs.Store(&next)
+	return func() {
+		db.subMu.Lock()
+		defer db.subMu.Unlock()
+		cur := db.subs.Load()
+		if cur == nil {
+			return
+		}
+		next := make([]subscriber, 0, len(*cur))
+		for _, s := range *cur {
+			if s.id != id {
+				next = append(next, s)
+			}
+		}
+		db.subs.Store(&next)
+	}
+}
+
+// Stats returns the store's counters and file sizes.
+func (db *DB) Stats() Stats {
+	s := Stats{
+		Rev:           db.rev.Load(),
+		CompactedRev:  db.compactedRev.Load(),
+		Batches:       db.stats.batches.Load(),
+		BatchedWrites: db.stats.batchedWrites.Load(),
+		MaxBatchSeen:  db.stats.maxBatch.Load(),
+		ChangeLogRows: db.stats.changeLogRows.Load(),
+	}
+	if fi, err := os.Stat(db.cfg.Path); err == nil {
+		s.DBBytes = fi.Size()
+	}
+	if fi, err := os.Stat(db.cfg.Path + "-wal"); err == nil {
+		s.WALBytes = fi.Size()
+	}
+	return s
+}
+
+// Close stops accepting writes (they fail with ErrClosed), lets the writer
+// commit every write already queued, stops background compaction (it
+// resumes at the next Open), checkpoints and truncates the WAL and closes
+// the database. It returns the first error and is safe to call more than
+// once.
+func (db *DB) Close() error {
+	db.closeOnce.Do(func() {
+		db.bgCancel()
+		db.closeMu.Lock()
+		db.closed = true
+		db.isClosed.Store(true)
+		close(db.queue)
+		db.closeMu.Unlock()
+		db.wg.Wait()
+
+		if err := db.closeConns(true); err != nil {
+			db.closeErr = fmt.Errorf("close store: %w", err)
+		}
+		db.log.Info("store closed", zap.Int64("rev", db.rev.Load()), zap.Error(db.closeErr))
+	})
+	return db.closeErr
+}
+
+// closeConns closes what open opened, returning the first error. With
+// checkpoint it closes the readers first, since an open read snapshot
+// would keep the checkpoint from truncating the WAL, then checkpoints.
+func (db *DB) closeConns(checkpoint bool) error {
+	var first error
+	keep := func(err error) {
+		if first == nil && err != nil {
+			first = err
+		}
+	}
+	if db.getStmt != nil {
+		keep(db.getStmt.Close())
+	}
+	if db.readDB != nil {
+		keep(db.readDB.Close())
+	}
+	if checkpoint && db.writeConn != nil {
+		var busy, logPages, ckptPages int
+		err := db.writeConn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)").
+			Scan(&busy, &logPages, &ckptPages)
+		switch {
+		case err != nil:
+			keep(fmt.Errorf("checkpoint wal: %w", err))
+		case busy != 0:
+			keep(fmt.Errorf("checkpoint wal: blocked by a reader (%d of %d pages)", ckptPages, logPages))
+		}
+	}
+	keep(db.stmts.close())
+	if db.writeConn != nil {
+		keep(db.writeConn.Close())
+	}
+	if db.writeDB != nil {
+		keep(db.writeDB.Close())
+	}
+	return first
+}

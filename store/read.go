@@ -1,0 +1,278 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// This file is the read API. Reads go through the read pool, never through
+// the writer: in WAL mode a reader sees the last commit before its read
+// transaction began and neither blocks nor is blocked by the writer.
+
+const sqlGet = `SELECT uid, create_rev, mod_rev, value FROM objects
+WHERE resource = ? AND namespace = ? AND name = ?`
+
+// sqlReadRevs reads the current and the compacted revision; as the first
+// statement of a read transaction it also fixes the snapshot.
+const sqlReadRevs = `SELECT
+	COALESCE((SELECT value FROM meta WHERE key = ?), 0),
+	COALESCE((SELECT value FROM meta WHERE key = ?), 0)`
+
+// List queries: objects of one resource after a position, at or below a
+// revision, in key order. LIMIT -1 is no limit.
+const (
+	sqlListAll = `SELECT namespace, name, uid, create_rev, mod_rev, value FROM objects
+WHERE resource = ? AND (namespace, name) > (?, ?) AND mod_rev <= ?
+ORDER BY namespace, name LIMIT ?`
+	sqlListNamespace = `SELECT namespace, name, uid, create_rev, mod_rev, value FROM objects
+WHERE resource = ? AND namespace = ? AND name > ? AND mod_rev <= ?
+ORDER BY name LIMIT ?`
+	sqlCountAll = `SELECT COUNT(*) FROM objects
+WHERE resource = ? AND (namespace, name) > (?, ?) AND mod_rev <= ?`
+	sqlCountNamespace = `SELECT COUNT(*) FROM objects
+WHERE resource = ? AND namespace = ? AND name > ? AND mod_rev <= ?`
+)
+
+// Get returns the object at key as of the latest commit, or ErrNotFound.
+func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
+	if db.isClosed.Load() {
+		return Object{}, ErrClosed
+	}
+	obj := Object{Key: key}
+	err := db.getStmt.QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).
+		Scan(&obj.UID, &obj.CreateRev, &obj.ModRev, &obj.Value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Object{}, ErrNotFound
+	}
+	if err != nil {
+		return Object{}, translate("get object", err)
+	}
+	return obj, nil
+}
+
+// List returns the objects of opts.Resource (in opts.Namespace if set) in
+// (namespace, name) order, from one read transaction: ListResult.Rev is the
+// revision the objects were read at.
+//
+// opts.Rev zero or the current revision reads the current state. An older
+// revision at or above the compacted revision is rebuilt from the change
+// log (see pastStates); below it List returns ErrCompacted, above the
+// current revision ErrFutureRev.
+//
+// Limit bounds the objects returned (0: all); with a Filter it counts
+// objects that pass. More reports that another object (passing the filter)
+// follows the last one returned. Remaining counts the objects after the
+// last one returned (0 when !More) and is -1 when a Filter is set, since
+// counting those that pass would mean reading them all.
+func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
+	if db.isClosed.Load() {
+		return ListResult{}, ErrClosed
+	}
+	tx, err := db.readDB.BeginTx(ctx, nil)
+	if err != nil {
+		return ListResult{}, translate("begin list", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to lose
+
+	var cur, compacted int64
+	if err := tx.QueryRowContext(ctx, sqlReadRevs, metaRev, metaScheduledCompactRev).Scan(&cur, &compacted); err != nil {
+		return ListResult{}, translate("read revision", err)
+	}
+	rev := opts.Rev
+	switch {
+	case rev == 0:
+		rev = cur
+	case rev > cur:
+		return ListResult{}, ErrFutureRev
+	case rev < compacted:
+		return ListResult{}, ErrCompacted
+	}
+
+	// The position to list after. With a namespace, only a name within it
+	// matters.
+	afterNS, afterName := opts.AfterNamespace, opts.AfterName
+	if opts.Namespace != "" {
+		switch {
+		case afterNS > opts.Namespace:
+			return ListResult{Rev: rev}, nil
+		case afterNS < opts.Namespace:
+			afterName = ""
+		}
+		afterNS = opts.Namespace
+	}
+
+	var past []Object
+	if rev < cur {
+		past, err = pastStates(ctx, tx, opts.Resource, opts.Namespace, afterNS, afterName, rev)
+		if err != nil {
+			return ListResult{}, err
+		}
+	}
+
+	limit := int64(-1)
+	if opts.Limit > 0 && opts.Filter == nil {
+		// One more than asked tells whether there is more.
+		limit = int64(opts.Limit) + 1
+	}
+	var rows *sql.Rows
+	if opts.Namespace != "" {
+		rows, err = tx.QueryContext(ctx, sqlListNamespace, opts.Resource, opts.Namespace, afterName, rev, limit)
+	} else {
+		rows, err = tx.QueryContext(ctx, sqlListAll, opts.Resource, afterNS, afterName, rev, limit)
+	}
+	if err != nil {
+		return ListResult{}, translate("list objects", err)
+	}
+	res, err := mergeList(rows, past, opts)
+	if cerr := rows.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return ListResult{}, translate("list objects", err)
+	}
+	res.Rev = rev
+
+	switch {
+	case !res.More:
+		res.Remaining = 0
+	case opts.Filter != nil:
+		res.Remaining = -1
+	default:
+		last := res.Objects[len(res.Objects)-1].Key
+		var n int64
+		if opts.Namespace != "" {
+			err = tx.QueryRowContext(ctx, sqlCountNamespace, opts.Resource, opts.Namespace, last.Name, rev).Scan(&n)
+		} else {
+			err = tx.QueryRowContext(ctx, sqlCountAll, opts.Resource, last.Namespace, last.Name, rev).Scan(&n)
+		}
+		if err != nil {
+			return ListResult{}, translate("count objects", err)
+		}
+		for i := range past {
+			if keyLess(last, past[i].Key) {
+				n++
+			}
+		}
+		res.Remaining = n
+	}
+	if err := tx.Commit(); err != nil {
+		return ListResult{}, translate("end list", err)
+	}
+	return res, nil
+}
+
+// mergeList merges the current rows (at or below the list revision) with
+// past, the states of objects changed since (sorted by key, disjoint from
+// rows), applying opts' Filter and Limit. Values of rows are copied into
+// an arena; a filtered-out row is never copied.
+func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, error) {
+	var (
+		res   ListResult
+		a     arena
+		row   Object
+		raw   sql.RawBytes
+		haveR bool
+	)
+	row.Key.Resource = opts.Resource
+	nextRow := func() error {
+		haveR = rows.Next()
+		if !haveR {
+			return rows.Err()
+		}
+		return rows.Scan(&row.Key.Namespace, &row.Key.Name, &row.UID, &row.CreateRev, &row.ModRev, &raw)
+	}
+	if err := nextRow(); err != nil {
+		return res, err
+	}
+	if opts.Limit > 0 {
+		res.Objects = make([]Object, 0, min(opts.Limit, 1024))
+	}
+	for haveR || len(past) > 0 {
+		var obj *Object
+		fromRow := haveR && (len(past) == 0 || keyLess(row.Key, past[0].Key))
+		if fromRow {
+			row.Value = raw
+			obj = &row
+		} else {
+			obj = &past[0]
+		}
+		if opts.Filter == nil || opts.Filter(obj) {
+			if opts.Limit > 0 && len(res.Objects) == opts.Limit {
+				res.More = true
+				return res, nil
+			}
+			o := *obj
+			if fromRow {
+				o.Value = a.copy(raw)
+			}
+			res.Objects = append(res.Objects, o)
+		}
+		if fromRow {
+			if err := nextRow(); err != nil {
+				return res, err
+			}
+		} else {
+			past = past[1:]
+		}
+	}
+	return res, nil
+}
+
+// keyLess orders keys of one resource by (namespace, name).
+func keyLess(a, b Key) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	return a.Name < b.Name
+}
+
+// arena hands out copies of list values from a few large chunks rather
+// than one allocation per object. A chunk stays alive while any value in it
+// does.
+type arena struct {
+	buf   []byte
+	chunk int
+}
+
+const (
+	minArenaChunk = 64 << 10
+	maxArenaChunk = 4 << 20
+)
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) > cap(a.buf)-len(a.buf) {
+		a.chunk = min(max(2*a.chunk, minArenaChunk), maxArenaChunk)
+		a.buf = make([]byte, 0, max(a.chunk, len(b)))
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	// Cap the slice so an append by the caller cannot overwrite the next
+	// value.
+	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// readTx runs fn in one read transaction that first reads the current and
+// compacted revisions.
+func (db *DB) readTx(ctx context.Context, what string, fn func(tx *sql.Tx, cur, compacted int64) error) error {
+	if db.isClosed.Load() {
+		return ErrClosed
+	}
+	tx, err := db.readDB.BeginTx(ctx, nil)
+	if err != nil {
+		return translate("begin "+what, err)
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to lose
+	var cur, compacted int64
+	if err := tx.QueryRowContext(ctx, sqlReadRevs, metaRev, metaScheduledCompactRev).Scan(&cur, &compacted); err != nil {
+		return translate("read revision", err)
+	}
+	if err := fn(tx, cur, compacted); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("end %s: %w", what, err)
+	}
+	return nil
+}

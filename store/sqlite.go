@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// This file holds what is specific to SQLite and its driver: connection
+// strings, the pragmas every connection gets, and the translation of driver
+// errors at the store's boundary.
+
+// busyTimeout is how long a connection waits for a lock another connection
+// (or process) holds before failing with SQLITE_BUSY.
+const busyTimeout = 5000 // milliseconds
+
+// journalSizeLimit caps the WAL file left on disk after a checkpoint resets
+// it, so that one large batch does not keep a large file forever.
+const journalSizeLimit = 64 << 20 // bytes
+
+// writerDSN is the connection string of the one writer connection.
+//
+// The driver runs busy_timeout first, then the _pragma list in lexical
+// order: auto_vacuum (which must precede the first table, and journal_mode,
+// to take effect on a new file), journal_mode, journal_size_limit,
+// synchronous. synchronous=FULL fsyncs the WAL on every commit: an
+// acknowledged write survives power loss, which NORMAL does not promise.
+// _txlock=immediate makes BEGIN take the write lock at once, so a busy
+// database fails at BEGIN rather than at the first write.
+func writerDSN(path string) (string, error) {
+	return dsn(path,
+		"busy_timeout("+strconv.Itoa(busyTimeout)+")",
+		"auto_vacuum(INCREMENTAL)",
+		"journal_mode(WAL)",
+		"journal_size_limit("+strconv.Itoa(journalSizeLimit)+")",
+		"synchronous(FULL)",
+	)
+}
+
+// readerDSN is the connection string of the read pool. query_only makes
+// any write through these connections fail; mmap lets list scans read
+// pages from the page cache without a read system call each.
+func readerDSN(path string) (string, error) {
+	return dsn(path,
+		"busy_timeout("+strconv.Itoa(busyTimeout)+")",
+		"mmap_size("+strconv.Itoa(readerMmapSize)+")",
+		"query_only(1)",
+	)
+}
+
+// readerMmapSize is the most of the database file a read connection maps.
+const readerMmapSize = 256 << 20 // bytes
+
+func dsn(path string, pragmas ...string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("resolve path %q: %w", path, err)
+	}
+	q := url.Values{}
+	for _, p := range pragmas {
+		q.Add("_pragma", p)
+	}
+	u := url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}
+	// url.URL renders "file:///abs/path"; SQLite accepts that form and
+	// decodes %-escapes in the path.
+	return u.String(), nil
+}
+
+// checkPragmas asserts the settings durability depends on: the driver
+// runs _pragma values without reporting what they returned, and
+// journal_mode=WAL silently stays "delete" or "memory" where WAL is not
+// possible.
+func checkPragmas(ctx context.Context, conn *sql.Conn) error {
+	var mode string
+	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
+		return fmt.Errorf("set journal mode: %w", err)
+	}
+	if mode != "wal" {
+		return fmt.Errorf("set journal mode: got %q, want \"wal\"", mode)
+	}
+	var sync int
+	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		return fmt.Errorf("read synchronous: %w", err)
+	}
+	if sync != 2 { // FULL
+		return fmt.Errorf("read synchronous: got %d, want 2 (FULL)", sync)
+	}
+	return nil
+}
+
+// sqliteCode returns the primary SQLite result code of err, or 0.
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code() & 0xff
+	}
+	return 0
+}
+
+// translate wraps a driver error with what the store was doing, mapping the
+// result codes callers can act on: a constraint violation on insert is
+// ErrExists; a use of the closed database is ErrClosed. SQLITE_BUSY keeps
+// the driver's error but says so, since it means another process holds the
+// database.
+func translate(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrConnDone) || err.Error() == "sql: database is closed" {
+		return ErrClosed
+	}
+	switch sqliteCode(err) {
+	case sqlite3.SQLITE_BUSY:
+		return fmt.Errorf("%s: database locked by another connection: %w", op, err)
+	case sqlite3.SQLITE_CONSTRAINT:
+		return fmt.Errorf("%s: %w (%v)", op, ErrExists, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

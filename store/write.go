@@ -1,0 +1,89 @@
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// This file is the write API: each call validates its input on the
+// caller's goroutine (size, where the resourceVersion goes), then queues
+// one request for the writer (groupcommit.go) and waits for the commit.
+
+// Create stores value at key, stamped with a new revision that is both its
+// CreateRev and its ModRev. ErrExists when an object is already at key;
+// ErrTooLarge, ErrInvalidObject for a value the store cannot take; ErrClosed
+// after Close. If ctx ends while the write is still queued it is withdrawn
+// and ctx's error returned; once the writer has taken it, Create returns
+// the commit's outcome.
+func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Object, error) {
+	loc, err := db.checkValue(value)
+	if err != nil {
+		return Object{}, err
+	}
+	r := getReq()
+	r.op, r.key, r.uid, r.value, r.loc = opCreate, key, uid, value, loc
+	return db.submit(ctx, r)
+}
+
+// Update replaces the object at key with value, stamped with a new
+// revision, if pre holds. CreateRev and UID are kept. ErrNotFound,
+// ErrConflict (pre did not hold; nothing written), ErrTooLarge,
+// ErrInvalidObject, ErrClosed; ctx as for Create.
+func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []byte) (Object, error) {
+	loc, err := db.checkValue(value)
+	if err != nil {
+		return Object{}, err
+	}
+	r := getReq()
+	r.op, r.key, r.pre, r.value, r.loc = opUpdate, key, pre, value, loc
+	return db.submit(ctx, r)
+}
+
+// Delete removes the object at key if pre holds and returns its last state
+// stamped with the delete revision (ModRev is the delete revision).
+// ErrNotFound, ErrConflict, ErrClosed; ctx as for Create.
+func (db *DB) Delete(ctx context.Context, key Key, pre Preconditions) (Object, error) {
+	r := getReq()
+	r.op, r.key, r.pre = opDelete, key, pre
+	return db.submit(ctx, r)
+}
+
+// GuaranteedUpdate reads the object at key (current revision, read pool),
+// calls tryUpdate with it and writes the result with the read ModRev as
+// precondition. When another write got in between (ErrConflict) it starts
+// again from a fresh read, until ctx ends. An error from tryUpdate ends the
+// loop and is returned as it is; so are ErrNotFound and any other write
+// error. A result equal to the current value once both are stamped with
+// the current revision writes nothing and returns the current object.
+func (db *DB) GuaranteedUpdate(ctx context.Context, key Key, tryUpdate func(cur Object) ([]byte, error)) (Object, error) {
+	for {
+		cur, err := db.Get(ctx, key)
+		if err != nil {
+			return Object{}, err
+		}
+		value, err := tryUpdate(cur)
+		if err != nil {
+			return Object{}, err
+		}
+		if loc, err := locateRevision(value); err == nil && equalStamped(cur.Value, value, loc, cur.ModRev) {
+			return cur, nil
+		}
+		obj, err := db.Update(ctx, key, Preconditions{ModRev: cur.ModRev}, value)
+		if errors.Is(err, ErrConflict) {
+			if err := ctx.Err(); err != nil {
+				return Object{}, err
+			}
+			continue
+		}
+		return obj, err
+	}
+}
+
+// checkValue checks value against MaxValueBytes and finds where its
+// resourceVersion goes, off the writer goroutine.
+func (db *DB) checkValue(value []byte) (rvLocation, error) {
+	if len(value) > db.cfg.MaxValueBytes {
+		return rvLocation{}, ErrTooLarge
+	}
+	return locateRevision(value)
+}
