@@ -6,6 +6,7 @@
 package registry
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 
@@ -36,8 +37,25 @@ type Kind struct {
 	Verbs []string
 	// StatusSubresource reports whether the kind has a "status"
 	// subresource; then the main resource ignores status changes and the
-	// subresource changes only status.
+	// subresource changes only status. Its Strategy implements
+	// StatusStrategy. Discovery advertises "<resource>/status" with verbs
+	// get, patch, update.
 	StatusSubresource bool
+	// FinalizeSubresource reports whether the kind has a "finalize"
+	// subresource (Namespaces only: PUT namespaces/<name>/finalize changes
+	// spec.finalizers and nothing else). Its Strategy implements
+	// FinalizeStrategy. Discovery advertises "<resource>/finalize" with the
+	// verb update.
+	FinalizeSubresource bool
+	// AllowCreateOnUpdate reports whether PUT on a missing object creates it
+	// (kube-apiserver: true for Events and Leases, false for ConfigMaps,
+	// Secrets and Namespaces, which answer 404).
+	AllowCreateOnUpdate bool
+	// NoGarbageCollection marks kinds whose kube-apiserver strategy reports
+	// the garbage-collection policy Unsupported (Events): DELETE ignores
+	// propagationPolicy and never adds the orphan or foregroundDeletion
+	// finalizer.
+	NoGarbageCollection bool
 	// StorageResource is the store key's Resource: the plural, qualified by
 	// group outside the core group ("leases.coordination.k8s.io"). Two kinds
 	// that share storage (v1 Event and events.k8s.io/v1 Event) share it.
@@ -59,18 +77,48 @@ type Kind struct {
 	Strategy Strategy
 
 	// TableColumns and TableRow give the server-side Table printing
-	// (kubectl get). TableRow returns one cell per column, without the
-	// object; the HTTP layer adds Name etc. only if they are columns here.
+	// (kubectl get). kube-apiserver always prints the wide form, so
+	// TableColumns includes the priority-1 columns and TableRow returns one
+	// cell per column, in column order, Name included; the HTTP layer adds
+	// only the row's object. Cells are strings, int64 or the like, as
+	// kube-apiserver's printers produce them; Age cells are already
+	// rendered ("5m", "<unknown>").
 	TableColumns []metav1.TableColumnDefinition
 	TableRow     func(obj runtime.Object) ([]interface{}, error)
 
 	// FieldSet returns the object's field-selector attributes, always
 	// including "metadata.name" and, when namespaced, "metadata.namespace".
-	// Its keys are the only field-selector keys the kind supports.
+	// Its keys are the only field-selector keys the kind supports. It
+	// accepts objects of the served version and, when the kind is stored in
+	// another version, of the storage version too.
 	FieldSet func(obj runtime.Object) fields.Set
-	// FieldSelectorKeys lists the supported field-selector keys in the order
-	// kube-apiserver names them in its error message.
+	// FieldSelectorKeys lists the supported field-selector keys (the keys of
+	// FieldSet). For kinds without UnknownFieldLabel, kube-apiserver's error
+	// message names "metadata.name", "metadata.namespace" in that order.
 	FieldSelectorKeys []string
+	// UnknownFieldLabel, when set, returns the error for a field-selector
+	// key outside FieldSelectorKeys, worded as the kind's field-label
+	// conversion in kube-apiserver words it ("field label not supported:
+	// data.k" for Secrets, Namespaces and Events). When nil,
+	// CheckFieldSelectorKey uses apimachinery's default wording.
+	UnknownFieldLabel func(label string) error
+}
+
+// CheckFieldSelectorKey returns nil when key is one of the kind's
+// FieldSelectorKeys. Otherwise it returns the error kube-apiserver gives
+// (the HTTP layer answers 400 BadRequest with err.Error() as message):
+// UnknownFieldLabel's, or apimachinery's default
+// `"data.k" is not a known field selector: only "metadata.name", "metadata.namespace"`.
+func (k *Kind) CheckFieldSelectorKey(key string) error {
+	for _, x := range k.FieldSelectorKeys {
+		if x == key {
+			return nil
+		}
+	}
+	if k.UnknownFieldLabel != nil {
+		return k.UnknownFieldLabel(key)
+	}
+	return fmt.Errorf("%q is not a known field selector: only %q, %q", key, "metadata.name", "metadata.namespace")
 }
 
 // GroupVersion is the kind's served group/version.
@@ -91,6 +139,14 @@ func (k *Kind) HasVerb(v string) bool {
 // the generic steps (metadata fields, generateName, uid, timestamps,
 // managedFields, generation, resourceVersion); a Strategy adds what is
 // particular to the kind. All objects are of the served version's Go type.
+//
+// The order kube-apiserver uses, and the HTTP layer should follow, is:
+// create: Scheme.Default (at decode), set namespace from the URL, generate
+// the name, PrepareForCreate, Validate, then Canonicalize (if implemented);
+// update: Scheme.Default (at decode, also after patching), set a missing
+// resourceVersion to the stored one when AllowUnconditionalUpdate,
+// PrepareForUpdate, ValidateUpdate, Canonicalize. Validation errors become
+// apierrors.NewInvalid(GVK.GroupKind(), name, errs) (422).
 type Strategy interface {
 	// PrepareForCreate clears fields a client may not set on create (status
 	// for kinds with a status subresource) and fills kind-specific defaults
@@ -100,28 +156,70 @@ type Strategy interface {
 	// e.g. keep status from old when the kind has a status subresource.
 	PrepareForUpdate(obj, old runtime.Object)
 	// Validate checks a new object; field paths and messages as
-	// kube-apiserver words them. Object-meta validation (names, labels,
-	// annotations) is included.
+	// kube-apiserver words them. The list is complete: it holds what
+	// kube-apiserver's rest.BeforeCreate reports, i.e. the strategy's
+	// errors and, only when there are none, the generic object-meta check
+	// (names as path segments, labels, annotations, finalizers, owner
+	// references). The HTTP layer adds nothing.
 	Validate(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks an update against the stored object (immutable
-	// fields, immutable ConfigMaps/Secrets, Secret type).
+	// fields, immutable ConfigMaps/Secrets, Secret type). The list is
+	// complete, as kube-apiserver's rest.BeforeUpdate reports it: first the
+	// generic object-meta checks (ValidateObjectMetaAccessor with
+	// path-segment names, ValidateObjectMetaAccessorUpdate), then the
+	// strategy's own, which repeat some of them; kube-apiserver really
+	// lists such causes twice (s17 change-uid, s23 add-finalizer). The
+	// object's resourceVersion must be set before the call, else the
+	// generic check reports "must be specified for an update".
 	ValidateUpdate(obj, old runtime.Object) field.ErrorList
 	// AllowUnconditionalUpdate reports whether PUT without resourceVersion
-	// is allowed (true for the built-in kinds here).
+	// is allowed (true for all built-in kinds here except Leases, as in
+	// kube-apiserver).
 	AllowUnconditionalUpdate() bool
-	// NameValidator validates metadata.name for this kind (DNS subdomain
-	// for most, DNS label for Namespaces). It returns messages as
-	// apimachinery's validation functions do.
+	// NameValidator validates metadata.name for this kind, as an
+	// apimachinery ValidateNameFunc: prefix is true for generateName. It
+	// applies the kind's rule (DNS subdomain for most, DNS label for
+	// Namespaces, none for core v1 Events) and then kube-apiserver's
+	// generic path-segment rule (not "." or "..", no "/" or "%").
 	NameValidator() func(name string, prefix bool) []string
 }
 
 // StatusStrategy is the strategy of a kind's "status" subresource.
 // Implemented by strategies of kinds with StatusSubresource.
 type StatusStrategy interface {
-	// PrepareForStatusUpdate keeps everything but status from old.
+	// PrepareForStatusUpdate keeps from old what a status write may not
+	// change (for Namespaces: spec, as kube-apiserver does).
 	PrepareForStatusUpdate(obj, old runtime.Object)
-	// ValidateStatusUpdate validates a status write.
+	// ValidateStatusUpdate validates a status write; the list is complete
+	// as for Strategy.ValidateUpdate.
 	ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList
+}
+
+// FinalizeStrategy is the strategy of the "finalize" subresource.
+// Implemented by strategies of kinds with FinalizeSubresource.
+type FinalizeStrategy interface {
+	// PrepareForFinalize keeps from old what a finalize write may not
+	// change (status).
+	PrepareForFinalize(obj, old runtime.Object)
+	// ValidateFinalizeUpdate validates a finalize write; the list is
+	// complete as for Strategy.ValidateUpdate.
+	ValidateFinalizeUpdate(obj, old runtime.Object) field.ErrorList
+}
+
+// Canonicalizer is implemented by strategies that normalize an object after
+// validation, as kube-apiserver's Canonicalize does (Namespaces: the
+// kubernetes.io/metadata.name label, which a generated name only gets
+// here). Call it after a successful Validate or ValidateUpdate.
+type Canonicalizer interface {
+	Canonicalize(obj runtime.Object)
+}
+
+// WarningStrategy is implemented by strategies that return warnings for
+// valid objects (kube-apiserver's WarningsOnCreate/WarningsOnUpdate); the
+// HTTP layer sends each as a `Warning: 299 - "..."` header.
+type WarningStrategy interface {
+	WarningsOnCreate(obj runtime.Object) []string
+	WarningsOnUpdate(obj, old runtime.Object) []string
 }
 
 // Registry is the set of served kinds. Safe for concurrent use; kinds can be

@@ -1,0 +1,59 @@
+package registry
+
+import (
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// Builtin returns a registry of the built-in kinds: core/v1 namespaces,
+// configmaps, secrets and events, events.k8s.io/v1 events (stored with the
+// core events) and coordination.k8s.io/v1 leases. Each call returns fresh
+// Kind values, so callers may add to the registry.
+func Builtin() *Registry {
+	r := New()
+	r.Add(namespaceKind())
+	r.Add(configMapKind())
+	r.Add(secretKind())
+	r.Add(coreEventKind())
+	r.Add(eventsV1EventKind())
+	r.Add(leaseKind())
+	return r
+}
+
+// Verb sets as kube-apiserver's discovery lists them (sorted).
+var (
+	verbsAll = []string{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+	// verbsNoDeleteCollection are the verbs of Namespaces, which answer
+	// DELETE on the collection with 405.
+	verbsNoDeleteCollection = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+)
+
+// objectMetaFieldSet is apiserver's generic.ObjectMetaFieldsSet: the
+// field-selector attributes every kind has.
+func objectMetaFieldSet(m *metav1.ObjectMeta, namespaced bool) fields.Set {
+	if !namespaced {
+		return fields.Set{"metadata.name": m.Name}
+	}
+	return fields.Set{"metadata.name": m.Name, "metadata.namespace": m.Namespace}
+}
+
+// fieldLabelNotSupported is the error of kube-apiserver's field-label
+// conversion functions for core/v1 Secrets, Namespaces and Events and
+// events.k8s.io/v1 Events.
+func fieldLabelNotSupported(label string) error {
+	return fmt.Errorf("field label not supported: %s", label)
+}
+
+// sortedKeys returns m's keys in order, so that errors about several keys
+// come out in a stable order (kube-apiserver's follow Go's map order).
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
