@@ -1,0 +1,410 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Hang guards. They bound how long the harness waits for something that
+// should happen quickly, so that a broken daemon fails a test instead of
+// hanging it until `go test -timeout`. They are not performance assertions.
+const (
+	// readyTimeout bounds the wait for /readyz and the kubeconfig.
+	readyTimeout = 60 * time.Second
+	// stopTimeout bounds the wait for exit after SIGTERM; then SIGKILL.
+	stopTimeout = 30 * time.Second
+	// requestTimeout is the client-go timeout of every request.
+	requestTimeout = 60 * time.Second
+	// eventually is the deadline for polling asynchronous outcomes
+	// (namespace finalization, leader takeover).
+	eventually = 60 * time.Second
+	// maxLogBytes is how much daemon output is kept for the test log.
+	maxLogBytes = 256 << 10
+)
+
+var (
+	moduleRoot string // the directory holding go.mod, found in TestMain
+
+	buildDirOnce sync.Once
+	buildDir     string // temporary directory for binaries built by the tests
+	buildDirErr  error
+
+	edgeapiBin = &binary{env: "EDGEAPI_BIN", pkg: "./daemon", name: "edgeapi"}
+	kubectlBin = &binary{env: "KUBECTL_BIN", pkg: "./scripts/kubectl", name: "kubectl"}
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envLeaderCandidate) != "" {
+		os.Exit(runLeaderCandidate())
+	}
+	root, err := findModuleRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(2)
+	}
+	moduleRoot = root
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+func findModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find module root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("find module root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// binary is a program the tests run: the path in env, or else pkg built once
+// per test run into buildDir.
+type binary struct {
+	env, pkg, name string
+
+	once sync.Once
+	path string
+	err  error
+}
+
+// Path returns the binary's path, building it on first use if its
+// environment variable is unset. A failed build fails t.
+func (b *binary) Path(t testing.TB) string {
+	t.Helper()
+	b.once.Do(func() {
+		if p := os.Getenv(b.env); p != "" {
+			b.path, b.err = p, nil
+			if _, err := os.Stat(p); err != nil {
+				b.err = fmt.Errorf("%s=%s: %w", b.env, p, err)
+			}
+			return
+		}
+		buildDirOnce.Do(func() { buildDir, buildDirErr = os.MkdirTemp("", "edgeapi-e2e-bin-") })
+		if buildDirErr != nil {
+			b.err = buildDirErr
+			return
+		}
+		out := filepath.Join(buildDir, b.name)
+		cmd := exec.Command("go", "build", "-o", out, b.pkg)
+		cmd.Dir = moduleRoot
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("%s is unset and `go build -o %s %s` failed: %v\n%s", b.env, out, b.pkg, err, msg)
+			return
+		}
+		b.path = out
+	})
+	if b.err != nil {
+		t.Fatalf("%s: %v", b.name, b.err)
+	}
+	return b.path
+}
+
+// Daemon is one running edgeapi process on a loopback port.
+type Daemon struct {
+	t testing.TB
+
+	DataDir    string
+	Addr       string // 127.0.0.1:PORT
+	URL        string // http://127.0.0.1:PORT
+	Kubeconfig string // DataDir/kubeconfig, written by the daemon
+
+	home string // HOME for kubectl, so its discovery cache is per daemon
+
+	cmd     *exec.Cmd
+	output  *logBuffer
+	exited  chan struct{} // closed when the process has been reaped
+	exitErr error         // cmd.Wait's result, valid after exited is closed
+}
+
+// DaemonOptions configures StartDaemon.
+type DaemonOptions struct {
+	// DataDir is reused when set (restart after a crash); otherwise a fresh
+	// t.TempDir().
+	DataDir string
+}
+
+// StartDaemon starts edgeapi, waits until /readyz answers 200 and the
+// kubeconfig exists, and stops it with SIGTERM when the test ends. If the
+// test fails, the daemon's output is written to the test log.
+func StartDaemon(t testing.TB, opts ...DaemonOptions) *Daemon {
+	t.Helper()
+	var o DaemonOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.DataDir == "" {
+		o.DataDir = t.TempDir()
+	}
+	bin := edgeapiBin.Path(t)
+
+	// A free port can be taken by someone else between our probe and the
+	// daemon's bind, so retry a few times when the daemon exits early.
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		d, err := startDaemonOnce(t, bin, o.DataDir)
+		if err == nil {
+			return d
+		}
+		lastErr = err
+		if !strings.Contains(d.output.String(), "address already in use") {
+			break
+		}
+	}
+	t.Fatalf("start edgeapi: %v", lastErr)
+	return nil
+}
+
+func startDaemonOnce(t testing.TB, bin, dataDir string) (*Daemon, error) {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		return &Daemon{output: &logBuffer{}}, err
+	}
+	d := &Daemon{
+		t:          t,
+		DataDir:    dataDir,
+		Addr:       fmt.Sprintf("127.0.0.1:%d", port),
+		Kubeconfig: filepath.Join(dataDir, "kubeconfig"),
+		home:       t.TempDir(),
+		output:     &logBuffer{},
+		exited:     make(chan struct{}),
+	}
+	d.URL = "http://" + d.Addr
+	// A stale kubeconfig from an earlier run on this data dir names the old
+	// port; wait for the new one.
+	os.Remove(d.Kubeconfig)
+
+	d.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", d.Addr)
+	d.cmd.Stdout = d.output
+	d.cmd.Stderr = d.output
+	if err := d.cmd.Start(); err != nil {
+		return d, fmt.Errorf("exec %s: %w", bin, err)
+	}
+	go func() {
+		d.exitErr = d.cmd.Wait()
+		close(d.exited)
+	}()
+	t.Cleanup(func() {
+		if err := d.Stop(); err != nil {
+			t.Logf("edgeapi on %s: stop: %v", d.Addr, err)
+		}
+		if t.Failed() {
+			t.Logf("edgeapi on %s (data dir %s) output:\n%s", d.Addr, d.DataDir, d.output.String())
+		}
+	})
+	if err := d.waitReady(); err != nil {
+		return d, err
+	}
+	return d, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls /readyz until 200 and then waits for the kubeconfig.
+func (d *Daemon) waitReady() error {
+	deadline := time.Now().Add(readyTimeout)
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last string
+	for {
+		select {
+		case <-d.exited:
+			return fmt.Errorf("edgeapi exited before it was ready (%v); output:\n%s", d.exitErr, d.output.String())
+		default:
+		}
+		resp, err := client.Get(d.URL + "/readyz")
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			last = fmt.Sprintf("GET /readyz: %d %q", resp.StatusCode, body)
+			if resp.StatusCode == http.StatusOK {
+				if _, err := os.Stat(d.Kubeconfig); err == nil {
+					return nil
+				}
+				last = "readyz is 200 but " + d.Kubeconfig + " does not exist"
+			}
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("edgeapi on %s not ready after %v: %s", d.Addr, readyTimeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop sends SIGTERM and waits for the process to exit (SIGKILL after
+// stopTimeout). It returns the process's exit error; nil means exit status 0.
+// Calling Stop again returns the first result.
+func (d *Daemon) Stop() error {
+	select {
+	case <-d.exited:
+		return d.exitErr
+	default:
+	}
+	_ = d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-d.exited:
+		return d.exitErr
+	case <-time.After(stopTimeout):
+		_ = d.cmd.Process.Kill()
+		<-d.exited
+		return fmt.Errorf("did not exit within %v of SIGTERM; killed", stopTimeout)
+	}
+}
+
+// Kill sends SIGKILL and waits until the process is gone.
+func (d *Daemon) Kill() {
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+}
+
+// RESTConfig returns a client config read from the daemon's kubeconfig,
+// without client-side rate limiting.
+func (d *Daemon) RESTConfig() *rest.Config {
+	d.t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.Kubeconfig)
+	if err != nil {
+		d.t.Fatalf("load %s: %v", d.Kubeconfig, err)
+	}
+	cfg.QPS = -1 // no client-side rate limiting
+	cfg.Burst = 0
+	cfg.Timeout = requestTimeout
+	cfg.UserAgent = "edgeapi-e2e"
+	return cfg
+}
+
+// Clientset returns a typed client-go clientset for the daemon.
+func (d *Daemon) Clientset() kubernetes.Interface {
+	d.t.Helper()
+	cs, err := kubernetes.NewForConfig(d.RESTConfig())
+	if err != nil {
+		d.t.Fatalf("new clientset: %v", err)
+	}
+	return cs
+}
+
+// Dynamic returns a dynamic client for the daemon.
+func (d *Daemon) Dynamic() dynamic.Interface {
+	d.t.Helper()
+	dc, err := dynamic.NewForConfig(d.RESTConfig())
+	if err != nil {
+		d.t.Fatalf("new dynamic client: %v", err)
+	}
+	return dc
+}
+
+// KubectlResult is the outcome of one kubectl run.
+type KubectlResult struct {
+	Args     []string
+	Stdout   string
+	Stderr   string
+	ExitCode int
+}
+
+func (r KubectlResult) String() string {
+	return fmt.Sprintf("kubectl %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(r.Args, " "), r.ExitCode, r.Stdout, r.Stderr)
+}
+
+// Kubectl runs kubectl against the daemon with --kubeconfig.
+func (d *Daemon) Kubectl(args ...string) KubectlResult {
+	d.t.Helper()
+	return d.KubectlStdin("", args...)
+}
+
+// KubectlStdin runs kubectl with stdin (for `-f -`).
+func (d *Daemon) KubectlStdin(stdin string, args ...string) KubectlResult {
+	d.t.Helper()
+	bin := kubectlBin.Path(d.t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*requestTimeout)
+	defer cancel()
+	full := append([]string{"--kubeconfig", d.Kubeconfig}, args...)
+	cmd := exec.CommandContext(ctx, bin, full...)
+	cmd.Env = append(os.Environ(), "HOME="+d.home, "KUBECONFIG=")
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := KubectlResult{Args: args, Stdout: stdout.String(), Stderr: stderr.String()}
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+	default:
+		d.t.Fatalf("run kubectl %v: %v", args, err)
+	}
+	return res
+}
+
+// MustKubectl runs kubectl and fails the test unless it exits 0.
+func (d *Daemon) MustKubectl(args ...string) KubectlResult {
+	d.t.Helper()
+	res := d.Kubectl(args...)
+	if res.ExitCode != 0 {
+		d.t.Fatalf("%s", res)
+	}
+	return res
+}
+
+// logBuffer is an io.Writer safe for concurrent use that keeps the last
+// maxLogBytes of output.
+type logBuffer struct {
+	mu      sync.Mutex // guards buf and dropped
+	buf     []byte
+	dropped int
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - maxLogBytes; over > 0 {
+		b.dropped += over
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.dropped > 0 {
+		return fmt.Sprintf("[... %d bytes dropped ...]\n%s", b.dropped, b.buf)
+	}
+	return string(b.buf)
+}
