@@ -1,10 +1,112 @@
 package httpapi
 
-import "github.com/labstack/echo/v4"
+import (
+	"net/http"
+	"strings"
+	"time"
 
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// routes wires the echo router: discovery, health, version, and every
+// resource request through serveResource.
 func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
+	e.Use(s.logRequests)
+	e.GET("/api", s.serveAPIVersions)
+	e.GET("/apis", s.serveAPIGroupList)
+	e.Any("/api/*", s.serveResource)
+	e.Any("/apis/*", s.serveResource)
+	e.GET("/version", s.serveVersion)
+	e.GET("/healthz", s.serveHealth)
+	e.GET("/livez", s.serveHealth)
+	e.GET("/readyz", s.serveHealth)
+	e.GET("/healthz/*", s.serveHealth)
+	e.GET("/livez/*", s.serveHealth)
+	e.GET("/readyz/*", s.serveHealth)
+	e.RouteNotFound("/*", s.notFound)
 	return e
+}
+
+// logRequests logs one line per request at debug level.
+func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if ce := s.log.Check(-1, "request"); ce != nil {
+			req := c.Request()
+			s.log.Sugar().Debugw("request", "method", req.Method, "uri", req.RequestURI,
+				"status", c.Response().Status, "duration", time.Since(start), "userAgent", req.UserAgent())
+		}
+		return err
+	}
+}
+
+// wantsAggregated reports whether the client asked for aggregated
+// discovery (apidiscovery.k8s.io/v2).
+func wantsAggregated(accept string) bool {
+	for _, part := range strings.Split(accept, ",") {
+		if strings.Contains(part, "as=APIGroupDiscoveryList") && strings.Contains(part, "g=apidiscovery.k8s.io") && strings.Contains(part, "v=v2") {
+			return true
+		}
+	}
+	return false
+}
+
+const aggregatedContentType = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+func (s *Server) serveAPIVersions(c echo.Context) error {
+	if wantsAggregated(c.Request().Header.Get("Accept")) {
+		return s.writeAggregated(c, true)
+	}
+	return s.writeTyped(c, http.StatusOK, representation{}, apiVersions(s.cfg.ServerAddress))
+}
+
+func (s *Server) serveAPIGroupList(c echo.Context) error {
+	if wantsAggregated(c.Request().Header.Get("Accept")) {
+		return s.writeAggregated(c, false)
+	}
+	return s.writeTyped(c, http.StatusOK, representation{}, apiGroupList(s.cfg.Registry))
+}
+
+func (s *Server) writeAggregated(c echo.Context, core bool) error {
+	b, err := jsonMarshal(aggregatedDiscovery(s.cfg.Registry, core))
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	c.Response().Header().Set("Vary", "Accept")
+	return c.Blob(http.StatusOK, aggregatedContentType, b)
+}
+
+func (s *Server) serveAPIGroup(c echo.Context, group string) error {
+	g := apiGroup(s.cfg.Registry, group)
+	if g == nil {
+		return s.notFound(c)
+	}
+	return s.writeTyped(c, http.StatusOK, representation{}, g)
+}
+
+func (s *Server) serveAPIResourceList(c echo.Context, gv schema.GroupVersion) error {
+	l := apiResourceList(s.cfg.Registry, gv)
+	if l == nil {
+		return s.writeError(c, errNotFoundResource())
+	}
+	return s.writeTyped(c, http.StatusOK, representation{}, l)
+}
+
+func (s *Server) serveHealth(c echo.Context) error {
+	path := strings.TrimSuffix(c.Request().URL.Path, "/")
+	if _, ok := c.QueryParams()["verbose"]; ok {
+		var b strings.Builder
+		b.WriteString("[+]ping ok\n[+]store ok\n")
+		for _, line := range s.healthDetails() {
+			b.WriteString("[+]" + line + "\n")
+		}
+		b.WriteString(strings.TrimPrefix(path, "/") + " check passed\n")
+		return c.String(http.StatusOK, b.String())
+	}
+	return c.String(http.StatusOK, "ok")
 }

@@ -4,6 +4,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -47,9 +48,14 @@ type Config struct {
 // background loops (namespace finalization, Event expiry), serve Handler, and
 // call Close on shutdown.
 type Server struct {
-	cfg  Config
-	log  *zap.Logger
-	echo *echo.Echo
+	cfg           Config
+	log           *zap.Logger
+	echo          *echo.Echo
+	codecs        *codecs
+	fieldManagers *fieldManagers
+
+	// nsKick wakes the namespace controller.
+	nsKick chan struct{}
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -66,7 +72,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBodyBytes == 0 {
 		cfg.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger}
+	s := &Server{
+		cfg:           cfg,
+		log:           cfg.Logger,
+		codecs:        newCodecs(),
+		fieldManagers: newFieldManagers(),
+		nsKick:        make(chan struct{}, 1),
+	}
 	s.echo = s.routes()
 	return s, nil
 }
@@ -74,10 +86,24 @@ func New(cfg Config) (*Server, error) {
 // Handler returns the HTTP handler serving the API.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-// Start runs the background loops until Close or ctx ends.
+// Start creates the system namespaces if missing and runs the background
+// loops (namespace finalization, Event expiry) until Close or ctx ends.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.ensureBootstrapNamespaces(ctx); err != nil {
+		return fmt.Errorf("start api server: %w", err)
+	}
 	ctx, s.cancel = context.WithCancel(ctx)
-	_ = ctx
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		s.runNamespaceController(ctx)
+	}()
+	go func() {
+		defer s.wg.Done()
+		s.runEventExpiry(ctx)
+	}()
+	// Parse the built-in schemas off the request path.
+	go s.fieldManagers.typeConverter()
 	return nil
 }
 

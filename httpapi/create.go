@@ -1,0 +1,211 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// maxGenerateNameAttempts bounds retries of a generateName that collides.
+const maxGenerateNameAttempts = 8
+
+// writeOptions are the query parameters shared by create, update and patch.
+type writeOptions struct {
+	dryRun          bool
+	fieldManager    string
+	fieldValidation string
+	force           bool
+}
+
+// parseWriteOptions validates dryRun, fieldManager and fieldValidation as
+// kube-apiserver validates CreateOptions/UpdateOptions/PatchOptions.
+func parseWriteOptions(q url.Values, optionsKind string) (writeOptions, error) {
+	var o writeOptions
+	var errs field.ErrorList
+	if vals, ok := q["dryRun"]; ok {
+		for _, v := range vals {
+			if v != metav1.DryRunAll {
+				errs = append(errs, field.NotSupported(field.NewPath("dryRun"), vals, []string{metav1.DryRunAll}))
+				break
+			}
+		}
+		o.dryRun = len(errs) == 0
+	}
+	o.fieldValidation = q.Get("fieldValidation")
+	switch o.fieldValidation {
+	case "", validationIgnore, validationWarn, validationStrict:
+	default:
+		errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), o.fieldValidation,
+			[]string{"", validationIgnore, validationStrict, validationWarn}))
+	}
+	o.fieldManager = q.Get("fieldManager")
+	if len(o.fieldManager) > maxManagerLength {
+		errs = append(errs, field.TooLong(field.NewPath("fieldManager"), o.fieldManager, maxManagerLength))
+	}
+	if f := q.Get("force"); f != "" {
+		o.force = f == "true" || f == "1"
+	}
+	if len(errs) > 0 {
+		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: optionsKind}, "", errs)
+	}
+	return o, nil
+}
+
+func (s *Server) handleCreate(r *request) error {
+	c := r.c
+	k := r.kind
+	opts, err := parseWriteOptions(c.Request().URL.Query(), "CreateOptions")
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	enc, ok := bodyEncoding(c.Request().Header.Get("Content-Type"))
+	if !ok {
+		return s.writeError(c, errUnsupportedMediaType(c.Request().Header.Get("Content-Type")))
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	obj, warnings, err := s.decodeBody(k, body, enc, opts.fieldValidation)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	addWarnings(c, warnings)
+	manager := managerName(opts.fieldManager, c.Request().UserAgent())
+	out, created, err := s.createObject(c.Request().Context(), r, obj, manager, opts.dryRun)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	if opts.dryRun {
+		return s.writeNew(c, http.StatusCreated, r.rep, k, out)
+	}
+	return s.writeStored(c, http.StatusCreated, r.rep, k, created.Value)
+}
+
+// create runs the generic and kind-specific create steps and stores obj.
+// For a dry run nothing is stored and the returned store.Object is empty.
+func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Object, manager string, dryRun bool) (runtime.Object, store.Object, error) {
+	k := r.kind
+	m := accessor(obj)
+	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
+		return nil, store.Object{}, err
+	}
+	if m.GetResourceVersion() != "" {
+		return nil, store.Object{}, apierrors.NewBadRequest("resourceVersion should not be set on objects to be created")
+	}
+	if k.Namespaced {
+		if err := s.namespaceAcceptsCreate(ctx, k, m); err != nil {
+			return nil, store.Object{}, err
+		}
+	}
+	// Field management sees the object as the client sent it, before
+	// the strategy's defaults, as in kube-apiserver.
+	if manager != "" {
+		fm, err := s.fieldManagers.get(k, "")
+		if err != nil {
+			return nil, store.Object{}, apierrors.NewInternalError(err)
+		}
+		live := k.New()
+		live.GetObjectKind().SetGroupVersionKind(k.GVK)
+		obj = fm.UpdateNoErrors(live, obj, manager)
+		m = accessor(obj)
+	}
+	m.SetDeletionTimestamp(nil)
+	m.SetDeletionGracePeriodSeconds(nil)
+	k.Strategy.PrepareForCreate(obj)
+	m.SetUID(uuidNew())
+	m.SetCreationTimestamp(metav1.Now().Rfc3339Copy())
+	generated := m.GetName() == "" && m.GetGenerateName() != ""
+	if generated {
+		m.SetName(generateName(m.GetGenerateName()))
+	}
+	if errs := k.Strategy.Validate(obj); len(errs) > 0 {
+		return nil, store.Object{}, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), errs)
+	}
+	if dryRun {
+		return obj, store.Object{}, nil
+	}
+	gr := schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
+	for attempt := 0; ; attempt++ {
+		value, err := encodeStorage(k, obj)
+		if err != nil {
+			return nil, store.Object{}, apierrors.NewInternalError(err)
+		}
+		created, err := s.cfg.Store.Create(ctx, s.key(k, m.GetNamespace(), m.GetName()), string(m.GetUID()), value)
+		if err == nil {
+			return obj, created, nil
+		}
+		if generated && errors.Is(err, store.ErrExists) && attempt < maxGenerateNameAttempts {
+			m.SetName(generateName(m.GetGenerateName()))
+			continue
+		}
+		err = storeError(err, gr, m.GetName())
+		if apierrors.IsAlreadyExists(err) {
+			s.markBeingDeleted(ctx, k, m, err)
+		}
+		return nil, store.Object{}, err
+	}
+}
+
+// markBeingDeleted rewords an AlreadyExists error when the existing object
+// is being deleted, as kube-apiserver does.
+func (s *Server) markBeingDeleted(ctx context.Context, k *registry.Kind, m metav1.Object, err error) {
+	cur, gerr := s.cfg.Store.Get(ctx, s.key(k, m.GetNamespace(), m.GetName()))
+	if gerr != nil {
+		return
+	}
+	old, derr := decodeStored(k, cur.Value)
+	if derr != nil || accessor(old).GetDeletionTimestamp() == nil {
+		return
+	}
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		se.ErrStatus.Message = "object is being deleted: " + se.ErrStatus.Message
+	}
+}
+
+// checkNamespace reconciles the object's namespace with the URL's, as
+// kube-apiserver does: filled in when empty, 400 when different, cleared
+// for cluster-scoped kinds.
+func checkNamespace(k *registry.Kind, m metav1.Object, urlNamespace string) error {
+	if !k.Namespaced {
+		m.SetNamespace("")
+		return nil
+	}
+	switch ns := m.GetNamespace(); {
+	case ns == "":
+		m.SetNamespace(urlNamespace)
+	case ns != urlNamespace:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+// maxGeneratedNameLength is how much of a generateName prefix is kept, so
+// that prefix plus the random suffix fits 63 characters.
+const (
+	randomLength           = 5
+	maxGeneratedNameLength = 63 - randomLength
+)
+
+func generateName(base string) string {
+	if len(base) > maxGeneratedNameLength {
+		base = base[:maxGeneratedNameLength]
+	}
+	return base + utilrand.String(randomLength)
+}
+
+func uuidNew() types.UID { return types.UID(uuid.NewString()) }

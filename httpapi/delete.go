@@ -1,0 +1,290 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// Finalizers that edgeapi's garbage collector and namespace lifecycle act on.
+const (
+	finalizerOrphan     = metav1.FinalizerOrphanDependents
+	finalizerForeground = metav1.FinalizerDeleteDependents
+	finalizerKubernetes = "kubernetes"
+)
+
+// systemNamespaces may not be deleted.
+var systemNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
+
+// deleteOptions decodes DeleteOptions from the body or the query, and
+// validates them as kube-apiserver does.
+func (s *Server) deleteOptions(r *request) (*metav1.DeleteOptions, error) {
+	c := r.c
+	opts := &metav1.DeleteOptions{}
+	body, err := s.readBody(c)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > 0 {
+		enc, ok := bodyEncoding(c.Request().Header.Get("Content-Type"))
+		if !ok {
+			enc = encJSON
+		}
+		obj, _, err := s.codecs.forEncoding(enc).Decode(body, &schema.GroupVersionKind{Version: "v1", Kind: "DeleteOptions"}, opts)
+		if err != nil && !runtime.IsStrictDecodingError(err) {
+			return nil, apierrors.NewBadRequest(err.Error())
+		}
+		if o, ok := obj.(*metav1.DeleteOptions); ok {
+			opts = o
+		}
+	} else if err := metav1.ParameterCodec.DecodeParameters(c.Request().URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if _, ok := c.Request().URL.Query()["dryRun"]; ok && len(body) > 0 {
+		opts.DryRun = c.Request().URL.Query()["dryRun"]
+	}
+	var errs field.ErrorList
+	for _, v := range opts.DryRun {
+		if v != metav1.DryRunAll {
+			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), opts.DryRun, []string{metav1.DryRunAll}))
+			break
+		}
+	}
+	if p := opts.PropagationPolicy; p != nil {
+		switch *p {
+		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+		default:
+			errs = append(errs, field.NotSupported(field.NewPath("propagationPolicy"), *p, []string{"Foreground", "Background", "Orphan", "nil"}))
+		}
+		if opts.OrphanDependents != nil {
+			errs = append(errs, field.Invalid(field.NewPath("propagationPolicy"), *p, "orphanDependents and deletionPropagation cannot be both set"))
+		}
+	}
+	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
+		zero := int64(0)
+		opts.GracePeriodSeconds = &zero
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+	}
+	return opts, nil
+}
+
+func (s *Server) handleDelete(r *request) error {
+	c := r.c
+	opts, err := s.deleteOptions(r)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	if r.kind.Resource == "namespaces" && systemNamespaces[r.ri.Name] {
+		return s.writeError(c, apierrors.NewForbidden(r.gr(), r.ri.Name, errors.New("this namespace may not be deleted")))
+	}
+	res, err := s.deleteObject(c.Request().Context(), r.kind, r.ri.Namespace, r.ri.Name, opts)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	if res.deleted {
+		return s.writeStatusSuccess(c, r.rep, &metav1.StatusDetails{
+			Name: r.ri.Name, Group: r.kind.GVK.Group, Kind: r.kind.Resource, UID: res.uid,
+		})
+	}
+	if res.obj != nil {
+		return s.writeNew(c, http.StatusOK, r.rep, r.kind, res.obj)
+	}
+	return s.writeStored(c, http.StatusOK, r.rep, r.kind, res.stored.Value)
+}
+
+// deleteResult is what deleteObject did.
+type deleteResult struct {
+	// deleted: the object is gone (or would be, for a dry run).
+	deleted bool
+	uid     types.UID
+	// before is the object as it was when deleted.
+	before []byte
+	// stored is the object left in place with deletionTimestamp set.
+	stored store.Object
+	// obj is the dry-run result of a deletion that would only mark.
+	obj runtime.Object
+}
+
+// deleteObject deletes one object, honouring preconditions, finalizers and
+// the propagation policy: an object with finalizers is only marked with
+// deletionTimestamp; a Namespace is marked Terminating and finalized by
+// the namespace controller.
+func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, name string, opts *metav1.DeleteOptions) (deleteResult, error) {
+	key := s.key(k, namespace, name)
+	gr := schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
+	dryRun := len(opts.DryRun) > 0
+	for {
+		cur, err := s.cfg.Store.Get(ctx, key)
+		if err != nil {
+			return deleteResult{}, storeError(err, gr, name)
+		}
+		obj, err := decodeStored(k, cur.Value)
+		if err != nil {
+			return deleteResult{}, apierrors.NewInternalError(err)
+		}
+		m := accessor(obj)
+		if p := opts.Preconditions; p != nil {
+			if p.UID != nil && *p.UID != m.GetUID() {
+				return deleteResult{}, apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.GetUID()))
+			}
+			if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
+				return deleteResult{}, apierrors.NewConflict(schema.GroupResource{Resource: k.GVK.Kind}, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, m.GetResourceVersion()))
+			}
+		}
+		marked, changed := markForDeletion(k, obj, opts)
+		if marked {
+			if !changed {
+				return deleteResult{stored: cur}, nil
+			}
+			if dryRun {
+				return deleteResult{obj: obj}, nil
+			}
+			value, err := encodeStorage(k, obj)
+			if err != nil {
+				return deleteResult{}, apierrors.NewInternalError(err)
+			}
+			updated, err := s.cfg.Store.Update(ctx, key, store.Preconditions{ModRev: cur.ModRev}, value)
+			if errors.Is(err, store.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return deleteResult{}, storeError(err, gr, name)
+			}
+			s.kickNamespaces(k)
+			return deleteResult{stored: updated}, nil
+		}
+		if dryRun {
+			return deleteResult{deleted: true, uid: m.GetUID(), before: cur.Value}, nil
+		}
+		_, err = s.cfg.Store.Delete(ctx, key, store.Preconditions{ModRev: cur.ModRev})
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return deleteResult{}, storeError(err, gr, name)
+		}
+		return deleteResult{deleted: true, uid: m.GetUID(), before: cur.Value}, nil
+	}
+}
+
+// markForDeletion applies a delete to an object that must stay until its
+// finalizers are gone: it adds the propagation policy's finalizer and sets
+// deletionTimestamp. marked reports whether the object stays; changed
+// whether obj was modified.
+func markForDeletion(k *registry.Kind, obj runtime.Object, opts *metav1.DeleteOptions) (marked, changed bool) {
+	m := accessor(obj)
+	finalizers := m.GetFinalizers()
+	policy := metav1.DeletePropagationBackground
+	if opts.PropagationPolicy != nil {
+		policy = *opts.PropagationPolicy
+	} else if opts.OrphanDependents != nil && *opts.OrphanDependents {
+		policy = metav1.DeletePropagationOrphan
+	}
+	if m.GetDeletionTimestamp() == nil || policy != metav1.DeletePropagationBackground {
+		switch policy {
+		case metav1.DeletePropagationOrphan:
+			if !hasString(finalizers, finalizerOrphan) {
+				finalizers = append(removeString(finalizers, finalizerForeground), finalizerOrphan)
+			}
+		case metav1.DeletePropagationForeground:
+			if !hasString(finalizers, finalizerForeground) {
+				finalizers = append(removeString(finalizers, finalizerOrphan), finalizerForeground)
+			}
+		}
+	}
+	if k.Resource == "namespaces" {
+		return markNamespace(obj, finalizers)
+	}
+	if len(finalizers) == 0 {
+		return false, false
+	}
+	if len(finalizers) != len(m.GetFinalizers()) {
+		m.SetFinalizers(finalizers)
+		changed = true
+	}
+	if m.GetDeletionTimestamp() == nil {
+		now := metav1.Now().Rfc3339Copy()
+		m.SetDeletionTimestamp(&now)
+		zero := int64(0)
+		m.SetDeletionGracePeriodSeconds(&zero)
+		changed = true
+	}
+	return true, changed
+}
+
+func hasString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func removeString(list []string, s string) []string {
+	out := list[:0:0]
+	for _, x := range list {
+		if x != s {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func (s *Server) handleDeleteCollection(r *request) error {
+	c := r.c
+	ctx := c.Request().Context()
+	opts, err := s.deleteOptions(r)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	lopts, err := s.listOptions(r)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	res, err := s.cfg.Store.List(ctx, store.ListOptions{
+		Resource:  r.kind.StorageResource,
+		Namespace: r.ri.Namespace,
+		Filter:    matcher(r.kind, lopts.LabelSelector, lopts.FieldSelector),
+	})
+	if err != nil {
+		return s.writeError(c, storeError(err, r.gr(), ""))
+	}
+	out := make([]store.Object, 0, len(res.Objects))
+	for _, o := range res.Objects {
+		dr, err := s.deleteObject(ctx, r.kind, o.Key.Namespace, o.Key.Name, opts)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return s.writeError(c, err)
+		}
+		switch {
+		case dr.deleted:
+			out = append(out, store.Object{Key: o.Key, Value: dr.before})
+		case dr.obj != nil:
+			value, err := encodeStorage(r.kind, dr.obj)
+			if err != nil {
+				return s.writeError(c, err)
+			}
+			out = append(out, store.Object{Key: o.Key, Value: value})
+		default:
+			out = append(out, dr.stored)
+		}
+	}
+	return s.writeList(c, r, out, &metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)})
+}

@@ -1,0 +1,99 @@
+package httpapi
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/applyconfigurations"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/edgeapi/edgeapi/registry"
+)
+
+// fieldManagers builds and caches one managedfields.FieldManager per served
+// kind and subresource. The type converter (the built-in kinds' schemas) is
+// parsed on first use, not at start-up.
+type fieldManagers struct {
+	tcOnce sync.Once
+	tc     managedfields.TypeConverter
+
+	// mu guards byKind.
+	mu     sync.Mutex
+	byKind map[fmKey]*managedfields.FieldManager
+}
+
+type fmKey struct {
+	gvk         schema.GroupVersionKind
+	subresource string
+}
+
+func newFieldManagers() *fieldManagers {
+	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager)}
+}
+
+func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
+	f.tcOnce.Do(func() { f.tc = applyconfigurations.NewTypeConverter(registry.Scheme) })
+	return f.tc
+}
+
+// get returns the field manager for k (subresource "" or "status").
+func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfields.FieldManager, error) {
+	key := fmKey{k.GVK, subresource}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if fm, ok := f.byKind[key]; ok {
+		return fm, nil
+	}
+	var reset map[fieldpath.APIVersion]*fieldpath.Set
+	if k.StatusSubresource {
+		p := "status"
+		if subresource == "status" {
+			p = "spec"
+		}
+		reset = map[fieldpath.APIVersion]*fieldpath.Set{
+			fieldpath.APIVersion(k.GVK.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie(p)),
+		}
+	}
+	var filters map[fieldpath.APIVersion]fieldpath.Filter
+	if reset != nil {
+		filters = make(map[fieldpath.APIVersion]fieldpath.Filter, len(reset))
+		for v, s := range reset {
+			filters[v] = fieldpath.NewExcludeSetFilter(s)
+		}
+	}
+	fm, err := managedfields.NewDefaultFieldManager(f.typeConverter(), registry.Scheme, registry.Scheme, registry.Scheme,
+		k.GVK, k.GVK.GroupVersion(), subresource, filters)
+	if err != nil {
+		return nil, fmt.Errorf("create field manager for %s: %w", k.GVK, err)
+	}
+	f.byKind[key] = fm
+	return fm, nil
+}
+
+// maxManagerLength is kube-apiserver's limit on a fieldManager name.
+const maxManagerLength = 128
+
+// managerName is the manager recorded in managedFields: the fieldManager
+// query parameter or, failing that, the User-Agent up to its first "/", as
+// kube-apiserver derives it.
+func managerName(fieldManager, userAgent string) string {
+	if fieldManager != "" {
+		return fieldManager
+	}
+	m, _, _ := strings.Cut(userAgent, "/")
+	var b strings.Builder
+	for _, r := range m {
+		if unicode.IsPrint(r) {
+			b.WriteRune(r)
+		}
+	}
+	s := b.String()
+	if len(s) > maxManagerLength {
+		s = s[:maxManagerLength]
+	}
+	return s
+}

@@ -1,0 +1,137 @@
+package httpapi
+
+import (
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/edgeapi/edgeapi/registry"
+)
+
+// request is one parsed resource request.
+type request struct {
+	c    echo.Context
+	ri   requestInfo
+	kind *registry.Kind
+	rep  representation
+}
+
+// gr is the request's group/resource, for error messages.
+func (r *request) gr() schema.GroupResource {
+	return schema.GroupResource{Group: r.kind.GVK.Group, Resource: r.kind.Resource}
+}
+
+// serveResource handles every request below /api/ and /apis/.
+func (s *Server) serveResource(c echo.Context) error {
+	req := c.Request()
+	ri, ok := parseRequestInfo(req.Method, req.URL.Path, isTrue(req.URL.Query().Get("watch")))
+	if !ok {
+		if g, found := strings.CutPrefix(strings.Trim(req.URL.Path, "/"), "apis/"); found && !strings.Contains(g, "/") && req.Method == http.MethodGet {
+			return s.serveAPIGroup(c, g)
+		}
+		return s.notFound(c)
+	}
+	gv := schema.GroupVersion{Group: ri.Group, Version: ri.Version}
+	if ri.Prefix == "apis" && !s.groupKnown(ri.Group) {
+		return s.notFound(c)
+	}
+	if ri.Parts == 0 {
+		if req.Method != http.MethodGet {
+			return s.writeError(c, errMethodNotAllowed())
+		}
+		return s.serveAPIResourceList(c, gv)
+	}
+	k := s.cfg.Registry.Lookup(gv.WithResource(ri.Resource))
+	if k == nil {
+		return s.writeError(c, errNotFoundResource())
+	}
+	if ri.Subresource != "" && !(ri.Subresource == "status" && k.StatusSubresource) {
+		return s.writeError(c, errNotFoundResource())
+	}
+	if !k.Namespaced && ri.Resource != "namespaces" {
+		if ri.Namespace != "" {
+			return s.writeError(c, errNotFoundResource())
+		}
+	}
+	rep, ok := negotiateOutput(req.Header.Get("Accept"))
+	if !ok {
+		return s.writeError(c, errNotAcceptable())
+	}
+	r := &request{c: c, ri: ri, kind: k, rep: rep}
+	if k.Resource == "namespaces" {
+		// A Namespace is named by its path, not namespaced by it.
+		r.ri.Namespace = ""
+	}
+	if ri.Subresource != "" && ri.Verb != "get" && ri.Verb != "update" && ri.Verb != "patch" {
+		return s.writeError(c, errMethodNotAllowed())
+	}
+	if !k.HasVerb(ri.Verb) {
+		return s.writeError(c, errMethodNotAllowed())
+	}
+	switch ri.Verb {
+	case "get":
+		return s.handleGet(r)
+	case "list":
+		return s.handleList(r)
+	case "watch":
+		return s.handleWatch(r)
+	case "create":
+		if ri.Name != "" {
+			return s.writeError(c, errMethodNotAllowed())
+		}
+		return s.handleCreate(r)
+	case "update":
+		if ri.Name == "" {
+			return s.writeError(c, errMethodNotAllowed())
+		}
+		return s.handleUpdate(r)
+	case "patch":
+		if ri.Name == "" {
+			return s.writeError(c, errMethodNotAllowed())
+		}
+		return s.handlePatch(r)
+	case "delete":
+		return s.handleDelete(r)
+	case "deletecollection":
+		return s.handleDeleteCollection(r)
+	}
+	return s.writeError(c, errMethodNotAllowed())
+}
+
+// notFound is the plain-text 404 kube-apiserver gives for paths outside
+// any served group.
+func (s *Server) notFound(c echo.Context) error {
+	return c.String(http.StatusNotFound, "404 page not found\n")
+}
+
+func (s *Server) groupKnown(group string) bool {
+	for _, k := range s.cfg.Registry.Kinds() {
+		if k.GVK.Group == group {
+			return true
+		}
+	}
+	return false
+}
+
+// readBody reads the request body up to the configured limit: 413 beyond.
+func (s *Server) readBody(c echo.Context) ([]byte, error) {
+	body := c.Request().Body
+	if body == nil {
+		return nil, nil
+	}
+	limit := s.cfg.MaxRequestBodyBytes
+	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest("read request body: " + err.Error())
+	}
+	if int64(len(b)) > limit {
+		return nil, errRequestEntityTooLarge(limit)
+	}
+	return b, nil
+}
+
+func isTrue(v string) bool { return v == "1" || v == "true" || v == "True" }

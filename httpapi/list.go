@@ -1,0 +1,372 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
+	metainternalversionvalidation "k8s.io/apimachinery/pkg/apis/meta/internalversion/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// futureRevWait is how long a read naming a resourceVersion newer than the
+// store's waits for it before answering 504, as kube-apiserver does.
+var futureRevWait = 3 * time.Second
+
+func (s *Server) handleGet(r *request) error {
+	c := r.c
+	q := c.Request().URL.Query()
+	var opts metav1.GetOptions
+	if err := metav1.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+		return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+	}
+	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
+		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+		if err != nil || rv < 0 {
+			return s.writeError(c, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", opts.ResourceVersion)))
+		}
+		if err := s.waitForRev(c.Request().Context(), rv); err != nil {
+			return s.writeError(c, err)
+		}
+	}
+	obj, err := s.cfg.Store.Get(c.Request().Context(), s.key(r.kind, r.ri.Namespace, r.ri.Name))
+	if err != nil {
+		return s.writeError(c, storeError(err, r.gr(), r.ri.Name))
+	}
+	return s.writeStored(c, http.StatusOK, r.rep, r.kind, obj.Value)
+}
+
+// waitForRev waits until the store has reached rev, up to futureRevWait;
+// then it is kube-apiserver's 504 "Too large resource version".
+func (s *Server) waitForRev(ctx context.Context, rev int64) error {
+	if s.cfg.Store.Rev() >= rev {
+		return nil
+	}
+	deadline := time.NewTimer(futureRevWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return apierrors.NewTimeoutError("request canceled", 1)
+		case <-deadline.C:
+			return tooLargeResourceVersion(rev, s.cfg.Store.Rev())
+		case <-tick.C:
+			if s.cfg.Store.Rev() >= rev {
+				return nil
+			}
+		}
+	}
+}
+
+// tooLargeResourceVersion is kube-apiserver's 504 for a resourceVersion
+// the store has not reached.
+func tooLargeResourceVersion(rev, current int64) error {
+	err := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rev, current), 1)
+	err.ErrStatus.Details.Causes = []metav1.StatusCause{{
+		Type:    metav1.CauseTypeResourceVersionTooLarge,
+		Message: "Too large resource version",
+	}}
+	return err
+}
+
+// listOptions decodes and validates list/watch query parameters as
+// kube-apiserver does (422 Invalid on ListOptions for bad combinations).
+func (s *Server) listOptions(r *request) (*metainternalversion.ListOptions, error) {
+	var opts metainternalversion.ListOptions
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.c.Request().URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+	}
+	if opts.LabelSelector == nil {
+		opts.LabelSelector = labels.Everything()
+	}
+	if opts.FieldSelector == nil {
+		opts.FieldSelector = fields.Everything()
+	}
+	fs, err := opts.FieldSelector.Transform(func(label, value string) (string, string, error) {
+		return fieldLabelSupported(r.kind, label, value)
+	})
+	if err != nil {
+		return nil, apierrors.NewBadRequest(err.Error())
+	}
+	opts.FieldSelector = fs
+	return &opts, nil
+}
+
+// fieldLabelSupported checks a field-selector key against the kind, with
+// kube-apiserver's messages.
+func fieldLabelSupported(k *registry.Kind, label, value string) (string, string, error) {
+	for _, key := range k.FieldSelectorKeys {
+		if key == label {
+			return label, value, nil
+		}
+	}
+	if label == "metadata.name" || (label == "metadata.namespace" && k.Namespaced) {
+		return label, value, nil
+	}
+	if len(k.FieldSelectorKeys) <= 2 {
+		return "", "", fmt.Errorf("%q is not a known field selector: only %q, %q", label, "metadata.name", "metadata.namespace")
+	}
+	return "", "", fmt.Errorf("field label not supported: %s", label)
+}
+
+// matcher returns the store filter for label and field selectors, nil when
+// both select everything.
+func matcher(k *registry.Kind, ls labels.Selector, fs fields.Selector) func(*store.Object) bool {
+	if ls.Empty() && fs.Empty() {
+		return nil
+	}
+	needObject := false
+	if !fs.Empty() {
+		for _, req := range fs.Requirements() {
+			if req.Field != "metadata.name" && req.Field != "metadata.namespace" {
+				needObject = true
+			}
+		}
+	}
+	return func(o *store.Object) bool {
+		if !fs.Empty() && !needObject {
+			set := fields.Set{"metadata.name": o.Key.Name}
+			if k.Namespaced {
+				set["metadata.namespace"] = o.Key.Namespace
+			}
+			if !fs.Matches(set) {
+				return false
+			}
+		}
+		if needObject {
+			obj, err := decodeStored(k, o.Value)
+			if err != nil || !fs.Matches(k.FieldSet(obj)) {
+				return false
+			}
+		}
+		if !ls.Empty() {
+			var m struct {
+				Metadata struct {
+					Labels map[string]string `json:"labels"`
+				} `json:"metadata"`
+			}
+			if err := json.Unmarshal(o.Value, &m); err != nil {
+				return false
+			}
+			if !ls.Matches(labels.Set(m.Metadata.Labels)) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// continueToken is the opaque continue position of a paged list: the
+// revision of the first page and the last key returned.
+type continueToken struct {
+	APIVersion string `json:"v"`
+	Rev        int64  `json:"rv"`
+	Start      string `json:"start"`
+}
+
+func encodeContinue(rev int64, namespace, name string) string {
+	b, _ := json.Marshal(continueToken{APIVersion: "meta.k8s.io/v1", Rev: rev, Start: namespace + "/" + name + "\x00"})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(tok string) (rev int64, namespace, name string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return 0, "", "", fmt.Errorf("continue key is not valid: %v", err)
+	}
+	var t continueToken
+	if err := json.Unmarshal(b, &t); err != nil {
+		return 0, "", "", fmt.Errorf("continue key is not valid: %v", err)
+	}
+	if t.APIVersion != "meta.k8s.io/v1" {
+		return 0, "", "", fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	}
+	if t.Rev == 0 {
+		return 0, "", "", fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+	}
+	start := strings.TrimSuffix(t.Start, "\x00")
+	namespace, name, _ = strings.Cut(start, "/")
+	return t.Rev, namespace, name, nil
+}
+
+// listRevision resolves the resourceVersion semantics of a list: the
+// revision to read at (0 = current) and whether limit applies.
+func (s *Server) listRevision(ctx context.Context, opts *metainternalversion.ListOptions) (rev int64, useLimit bool, err error) {
+	useLimit = opts.Limit > 0
+	if opts.Continue != "" {
+		return 0, useLimit, nil
+	}
+	switch opts.ResourceVersion {
+	case "":
+		return 0, useLimit, nil
+	case "0":
+		// Served from the cache in kube-apiserver: any state, no paging.
+		if opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+			return 0, useLimit, nil
+		}
+		return 0, false, nil
+	}
+	n, perr := strconv.ParseInt(opts.ResourceVersion, 10, 64)
+	if perr != nil || n < 0 {
+		return 0, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", opts.ResourceVersion))
+	}
+	exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
+		(opts.ResourceVersionMatch == "" && useLimit)
+	if err := s.waitForRev(ctx, n); err != nil {
+		return 0, false, err
+	}
+	if exact {
+		return n, useLimit, nil
+	}
+	return 0, useLimit, nil
+}
+
+func (s *Server) handleList(r *request) error {
+	c := r.c
+	ctx := c.Request().Context()
+	opts, err := s.listOptions(r)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	rev, useLimit, err := s.listRevision(ctx, opts)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	lo := store.ListOptions{
+		Resource:  r.kind.StorageResource,
+		Namespace: r.ri.Namespace,
+		Rev:       rev,
+		Filter:    matcher(r.kind, opts.LabelSelector, opts.FieldSelector),
+	}
+	if opts.Continue != "" {
+		crev, ns, name, err := decodeContinue(opts.Continue)
+		if err != nil {
+			return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+		}
+		lo.Rev, lo.AfterNamespace, lo.AfterName = crev, ns, name
+		if crev >= s.cfg.Store.Rev() {
+			lo.Rev = 0
+		}
+	}
+	if useLimit {
+		lo.Limit = int(opts.Limit)
+	}
+	res, err := s.cfg.Store.List(ctx, lo)
+	if err != nil {
+		if errors.Is(err, store.ErrCompacted) {
+			return s.writeError(c, apierrors.NewResourceExpired(fmt.Sprintf("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")))
+		}
+		return s.writeError(c, storeError(err, r.gr(), ""))
+	}
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)}
+	if useLimit && res.More && len(res.Objects) > 0 {
+		last := res.Objects[len(res.Objects)-1].Key
+		lm.Continue = encodeContinue(res.Rev, last.Namespace, last.Name)
+		if lo.Filter == nil && res.Remaining > 0 {
+			n := res.Remaining
+			lm.RemainingItemCount = &n
+		}
+	}
+	return s.writeList(c, r, res.Objects, &lm)
+}
+
+// writeList writes stored objects as a list of r's kind. For JSON the stored
+// bytes are spliced into the list without decoding.
+func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *metav1.ListMeta) error {
+	k := r.kind
+	switch r.rep.as {
+	case asTable:
+		values := make([][]byte, len(objs))
+		for i := range objs {
+			values[i] = objs[i].Value
+		}
+		t, err := s.tableFor(k, r.rep, values, lm, c.QueryParam("includeObject"))
+		if err != nil {
+			return s.writeError(c, err)
+		}
+		return s.writeTyped(c, http.StatusOK, r.rep, t)
+	case asPartialObjectMetadata, asPartialObjectMetadataList:
+		list := &metav1.PartialObjectMetadataList{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + orV1(r.rep.metaVersion)},
+			ListMeta: *lm,
+			Items:    make([]metav1.PartialObjectMetadata, 0, len(objs)),
+		}
+		for i := range objs {
+			pom, err := partialMetadata(k, objs[i].Value, r.rep.metaVersion)
+			if err != nil {
+				return s.writeError(c, err)
+			}
+			pom.TypeMeta = metav1.TypeMeta{}
+			list.Items = append(list.Items, *pom)
+		}
+		return s.writeTyped(c, http.StatusOK, r.rep, list)
+	}
+	size := 128
+	for i := range objs {
+		size += len(objs[i].Value) + 1
+	}
+	buf := make([]byte, 0, size)
+	buf = append(buf, `{"kind":`...)
+	buf = strconv.AppendQuote(buf, k.ListKind)
+	buf = append(buf, `,"apiVersion":`...)
+	buf = strconv.AppendQuote(buf, k.GVK.GroupVersion().String())
+	lmb, err := json.Marshal(lm)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	buf = append(buf, `,"metadata":`...)
+	buf = append(buf, lmb...)
+	buf = append(buf, `,"items":[`...)
+	for i := range objs {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		item, err := itemJSON(k, objs[i].Value)
+		if err != nil {
+			return s.writeError(c, err)
+		}
+		buf = append(buf, item...)
+	}
+	buf = append(buf, "]}"...)
+	if r.rep.enc == encProtobuf {
+		list, err := registry.Scheme.New(k.GVK.GroupVersion().WithKind(k.ListKind))
+		if err != nil {
+			return s.writeError(c, err)
+		}
+		if err := json.Unmarshal(buf, list); err != nil {
+			return s.writeError(c, err)
+		}
+		list.GetObjectKind().SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.ListKind))
+		return s.writeTyped(c, http.StatusOK, r.rep, list)
+	}
+	return s.writeJSONBytes(c, http.StatusOK, r.rep, buf)
+}
+
+func orV1(v string) string {
+	if v == "" {
+		return "v1"
+	}
+	return v
+}

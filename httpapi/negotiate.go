@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"mime"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// This file is the one place that decides representation: what a request
+// body is (Content-Type) and what a response is (Accept).
+
+const (
+	mediaJSON     = "application/json"
+	mediaYAML     = "application/yaml"
+	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+	// supportedMediaTypesList is how kube-apiserver lists them in 406/415.
+	supportedMediaTypesList = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+)
+
+// encoding is a wire format.
+type encoding uint8
+
+const (
+	encJSON encoding = iota
+	encYAML
+	encProtobuf
+)
+
+// transform is a server-side conversion of the response object.
+type transform uint8
+
+const (
+	asObject transform = iota
+	asTable
+	asPartialObjectMetadata
+	asPartialObjectMetadataList
+)
+
+// representation is the negotiated form of a response.
+type representation struct {
+	enc encoding
+	as  transform
+	// metaVersion is the meta.k8s.io version asked for with as= (v1 or
+	// v1beta1).
+	metaVersion string
+}
+
+// contentType is the response Content-Type.
+func (r representation) contentType() string {
+	switch r.enc {
+	case encYAML:
+		return mediaYAML
+	case encProtobuf:
+		return mediaProtobuf
+	}
+	return mediaJSON
+}
+
+type acceptClause struct {
+	typ, sub string
+	params   map[string]string
+	q        float64
+	order    int
+}
+
+// negotiateOutput picks the representation for an Accept header. ok is false
+// when nothing acceptable is offered (406).
+func negotiateOutput(accept string) (representation, bool) {
+	if strings.TrimSpace(accept) == "" {
+		return representation{}, true
+	}
+	var clauses []acceptClause
+	for i, part := range strings.Split(accept, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		mt, params, err := mime.ParseMediaType(part)
+		if err != nil {
+			continue
+		}
+		typ, sub, _ := strings.Cut(mt, "/")
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				q = f
+			}
+		}
+		if q <= 0 {
+			continue
+		}
+		clauses = append(clauses, acceptClause{typ: typ, sub: sub, params: params, q: q, order: i})
+	}
+	sort.SliceStable(clauses, func(i, j int) bool { return clauses[i].q > clauses[j].q })
+	for _, c := range clauses {
+		if r, ok := matchClause(c); ok {
+			return r, true
+		}
+	}
+	return representation{}, false
+}
+
+func matchClause(c acceptClause) (representation, bool) {
+	var r representation
+	switch {
+	case c.typ == "*" && c.sub == "*", c.typ == "application" && c.sub == "*":
+		r.enc = encJSON
+	case c.typ == "application" && c.sub == "json":
+		r.enc = encJSON
+	case c.typ == "application" && c.sub == "yaml":
+		r.enc = encYAML
+	case c.typ == "application" && c.sub == "vnd.kubernetes.protobuf":
+		r.enc = encProtobuf
+	default:
+		return r, false
+	}
+	as := c.params["as"]
+	if as == "" {
+		return r, true
+	}
+	if c.params["g"] != "meta.k8s.io" {
+		return r, false
+	}
+	v := c.params["v"]
+	if v != "v1" && v != "v1beta1" {
+		return r, false
+	}
+	r.metaVersion = v
+	switch as {
+	case "Table":
+		r.as = asTable
+	case "PartialObjectMetadata":
+		r.as = asPartialObjectMetadata
+	case "PartialObjectMetadataList":
+		r.as = asPartialObjectMetadataList
+	default:
+		return r, false
+	}
+	return r, true
+}
+
+// bodyEncoding returns the encoding of a request body by its Content-Type;
+// ok is false for an unsupported type (415). An empty Content-Type is JSON.
+func bodyEncoding(contentType string) (encoding, bool) {
+	if strings.TrimSpace(contentType) == "" {
+		return encJSON, true
+	}
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return 0, false
+	}
+	switch mt {
+	case mediaJSON:
+		return encJSON, true
+	case mediaYAML:
+		return encYAML, true
+	case mediaProtobuf:
+		return encProtobuf, true
+	}
+	return 0, false
+}

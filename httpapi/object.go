@@ -1,0 +1,222 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
+	"github.com/edgeapi/edgeapi/registry"
+)
+
+// codecs holds the serializers for request bodies and non-JSON responses.
+// JSON responses of stored objects are spliced from stored bytes instead.
+type codecs struct {
+	json, yaml, proto runtime.Serializer
+}
+
+func newCodecs() *codecs {
+	return &codecs{
+		json:  kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, registry.Scheme, registry.Scheme, kjson.SerializerOptions{Strict: true}),
+		yaml:  kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, registry.Scheme, registry.Scheme, kjson.SerializerOptions{Yaml: true, Strict: true}),
+		proto: protobuf.NewSerializer(registry.Scheme, registry.Scheme),
+	}
+}
+
+func (c *codecs) forEncoding(e encoding) runtime.Serializer {
+	switch e {
+	case encYAML:
+		return c.yaml
+	case encProtobuf:
+		return c.proto
+	}
+	return c.json
+}
+
+// fieldValidation directives.
+const (
+	validationIgnore = "Ignore"
+	validationWarn   = "Warn"
+	validationStrict = "Strict"
+)
+
+// decodeBody decodes a request body into a new object of kind k. Unknown and
+// duplicate fields are errors under Strict and warnings under Warn (the
+// default), as in kube-apiserver.
+func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validation string) (runtime.Object, []string, error) {
+	into := k.New()
+	def := k.GVK
+	obj, gvk, err := s.codecs.forEncoding(enc).Decode(body, &def, into)
+	var warnings []string
+	if err != nil {
+		if strictErr, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
+			switch validation {
+			case validationStrict:
+				return nil, nil, decodeError(k, gvk, err, body)
+			case validationIgnore:
+			default:
+				for _, e := range strictErr.Errors() {
+					warnings = append(warnings, e.Error())
+				}
+			}
+		} else {
+			return nil, nil, decodeError(k, gvk, err, body)
+		}
+	}
+	if gvk != nil && (gvk.Kind != k.GVK.Kind || gvk.GroupVersion() != k.GVK.GroupVersion()) {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
+			gvk.Kind, gvk.Version, k.GVK.Kind, gvk.Version, gvk.Kind, internalPackage(k.GVK.Group), k.GVK.Kind))
+	}
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	return obj, warnings, nil
+}
+
+// internalPackage is the Go package name of kube-apiserver's internal
+// version of group, which appears in its conversion errors.
+func internalPackage(group string) string {
+	if group == "" {
+		return "core"
+	}
+	if group == "events.k8s.io" {
+		return "core"
+	}
+	name, _, _ := strings.Cut(group, ".")
+	return name
+}
+
+// decodeError words a body decoding failure as kube-apiserver's
+// transformDecodeError does.
+func decodeError(k *registry.Kind, gvk *schema.GroupVersionKind, err error, body []byte) error {
+	if gvk != nil && gvk.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", gvk.Kind, gvk.Version, k.GVK.Kind, err))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", k.GVK.Kind, err, summarizeData(body, 30)))
+}
+
+func summarizeData(data []byte, maxLength int) string {
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		if len(data) > maxLength {
+			return string(data[:maxLength]) + " ..."
+		}
+		return string(data)
+	default:
+		if len(data) > maxLength {
+			return hex.EncodeToString(data[:maxLength]) + " ..."
+		}
+		return hex.EncodeToString(data)
+	}
+}
+
+// encodeStorage returns the bytes the store keeps for obj: its JSON in the
+// storage version, without kind and apiVersion (they are spliced back on
+// the way out, and list items carry none).
+func encodeStorage(k *registry.Kind, obj runtime.Object) ([]byte, error) {
+	if k.ToStorage != nil {
+		var err error
+		if obj, err = k.ToStorage(obj); err != nil {
+			return nil, fmt.Errorf("convert to storage version: %w", err)
+		}
+	}
+	ok := obj.GetObjectKind()
+	gvk := ok.GroupVersionKind()
+	ok.SetGroupVersionKind(schema.GroupVersionKind{})
+	b, err := json.Marshal(obj)
+	ok.SetGroupVersionKind(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("encode object: %w", err)
+	}
+	return b, nil
+}
+
+// decodeStored decodes stored bytes into an object of k's served version,
+// with kind and apiVersion set.
+func decodeStored(k *registry.Kind, value []byte) (runtime.Object, error) {
+	var obj runtime.Object
+	if k.FromStorage != nil {
+		o, err := registry.Scheme.New(k.StorageGVK)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(value, o); err != nil {
+			return nil, fmt.Errorf("decode stored object: %w", err)
+		}
+		if obj, err = k.FromStorage(o); err != nil {
+			return nil, err
+		}
+	} else {
+		obj = k.New()
+		if err := json.Unmarshal(value, obj); err != nil {
+			return nil, fmt.Errorf("decode stored object: %w", err)
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	return obj, nil
+}
+
+// objectJSON returns the JSON of a stored object as served: stored bytes
+// with kind and apiVersion spliced in front, or a conversion for kinds
+// stored in another version.
+func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
+	if k.FromStorage != nil {
+		obj, err := decodeStored(k, value)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(obj)
+	}
+	return spliceTypeMeta(nil, k.GVK, value), nil
+}
+
+// spliceTypeMeta appends value to dst with kind and apiVersion inserted as
+// its first members.
+func spliceTypeMeta(dst []byte, gvk schema.GroupVersionKind, value []byte) []byte {
+	dst = append(dst, `{"kind":`...)
+	dst = strconv.AppendQuote(dst, gvk.Kind)
+	dst = append(dst, `,"apiVersion":`...)
+	dst = strconv.AppendQuote(dst, gvk.GroupVersion().String())
+	rest := bytes.TrimLeft(value, " \t\r\n")
+	if len(rest) > 1 && rest[0] == '{' {
+		rest = rest[1:]
+		if r := bytes.TrimLeft(rest, " \t\r\n"); len(r) > 0 && r[0] != '}' {
+			dst = append(dst, ',')
+		}
+		return append(dst, rest...)
+	}
+	return append(dst, '}')
+}
+
+// itemJSON returns the JSON of a stored object as a list item (no kind or
+// apiVersion).
+func itemJSON(k *registry.Kind, value []byte) ([]byte, error) {
+	if k.FromStorage == nil {
+		return value, nil
+	}
+	obj, err := decodeStored(k, value)
+	if err != nil {
+		return nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+	return json.Marshal(obj)
+}
+
+// accessor returns obj's metadata accessor; every registered kind has one.
+func accessor(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
+	}
+	return m
+}

@@ -1,0 +1,221 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/mergepatch"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/edgeapi/edgeapi/registry"
+)
+
+// maxJSONPatchOperations is kube-apiserver's cap on JSON patch operations.
+const maxJSONPatchOperations = 10000
+
+// jsonPatchOp is the shape of one RFC 6902 operation, for strict decoding.
+type jsonPatchOp struct {
+	Op    string      `json:"op"`
+	Path  string      `json:"path"`
+	From  string      `json:"from"`
+	Value interface{} `json:"value"`
+}
+
+func (s *Server) handlePatch(r *request) error {
+	c := r.c
+	opts, err := parseWriteOptions(c.Request().URL.Query(), "PatchOptions")
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get("Content-Type"))
+	pt := types.PatchType(mt)
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.ApplyYAMLPatchType:
+		return s.handleApply(r, opts)
+	default:
+		return s.writeError(c, errUnsupportedPatchType())
+	}
+	patch, err := s.readBody(c)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	var warnings []string
+	manager := managerName(opts.fieldManager, c.Request().UserAgent())
+	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(cur runtime.Object) (runtime.Object, error) {
+		obj, w, err := s.applyPatch(pt, patch, cur, opts.fieldValidation)
+		warnings = w
+		return obj, err
+	})
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	addWarnings(c, warnings)
+	return s.writeUpdateResult(r, res, opts.dryRun)
+}
+
+// applyPatch applies a JSON, merge or strategic merge patch to cur, as
+// kube-apiserver's patcher does, including its error codes and its
+// handling of unknown fields per fieldValidation.
+func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object, validation string) (runtime.Object, []string, error) {
+	kind := s.kindOf(cur)
+	curJS, err := json.Marshal(cur)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	checkUnknown := validation == validationStrict || validation == validationWarn || validation == ""
+	var strictErrs []error
+	var patchedJS []byte
+	switch pt {
+	case types.JSONPatchType:
+		if checkUnknown {
+			var v []jsonPatchOp
+			errs, err := kjson.UnmarshalStrict(patch, &v)
+			if err != nil {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
+			for _, e := range errs {
+				strictErrs = append(strictErrs, fmt.Errorf("json patch %v", e))
+			}
+		}
+		ops, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+		if len(ops) > maxJSONPatchOperations {
+			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
+		}
+		if patchedJS, err = ops.Apply(curJS); err != nil {
+			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+		}
+	case types.MergePatchType:
+		if checkUnknown {
+			v := map[string]interface{}{}
+			errs, err := kjson.UnmarshalStrict(patch, &v)
+			if err != nil {
+				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
+			}
+			strictErrs = errs
+		}
+		patchedJS, err = jsonpatch.MergePatch(curJS, patch)
+		if err == jsonpatch.ErrBadJSONPatch {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+		if err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	case types.StrategicMergePatchType:
+		return s.strategicPatch(kind, patch, cur, validation)
+	}
+	return s.decodePatched(kind, patchedJS, strictErrs, validation, string(patchedJS))
+}
+
+// decodePatched decodes a patched document into a new object of the
+// current one's kind, applying fieldValidation.
+func (s *Server) decodePatched(gvk schema.GroupVersionKind, patchedJS []byte, strictErrs []error, validation, quoted string) (runtime.Object, []string, error) {
+	into, err := newObject(gvk)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	def := gvk
+	obj, _, err := s.codecs.json.Decode(patchedJS, &def, into)
+	if err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		if !isStrict {
+			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted, err.Error())})
+		}
+		strictErrs = append(strictErrs, strictErr.Errors()...)
+	}
+	if got := obj.GetObjectKind().GroupVersionKind(); got != gvk {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted,
+			fmt.Sprintf("%s in version %q cannot be handled as a %s", got.Kind, got.Version, gvk.Kind))})
+	}
+	return finishPatched(obj, strictErrs, validation, quoted)
+}
+
+func finishPatched(obj runtime.Object, strictErrs []error, validation, quoted string) (runtime.Object, []string, error) {
+	if len(strictErrs) == 0 || validation == validationIgnore {
+		return obj, nil, nil
+	}
+	if validation == validationStrict {
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+			field.Invalid(field.NewPath("patch"), quoted, runtime.NewStrictDecodingError(strictErrs).Error())})
+	}
+	warnings := make([]string, 0, len(strictErrs))
+	for _, e := range strictErrs {
+		warnings = append(warnings, e.Error())
+	}
+	return obj, warnings, nil
+}
+
+// strategicPatch applies a strategic merge patch using the Go type of the
+// object as the schema (patch strategies and merge keys).
+func (s *Server) strategicPatch(gvk schema.GroupVersionKind, patch []byte, cur runtime.Object, validation string) (runtime.Object, []string, error) {
+	orig, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cur)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	patchMap := map[string]interface{}{}
+	var strictErrs []error
+	if validation == validationStrict || validation == validationWarn || validation == "" {
+		if strictErrs, err = kjson.UnmarshalStrict(patch, &patchMap); err != nil {
+			return nil, nil, apierrors.NewBadRequest(err.Error())
+		}
+	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(patch, &patchMap); err != nil {
+		return nil, nil, apierrors.NewBadRequest(err.Error())
+	}
+	schemaObj, err := newObject(gvk)
+	if err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
+	patched, err := strategicpatch.StrategicMergeMapPatch(orig, patchMap, schemaObj)
+	if err != nil {
+		return nil, nil, strategicPatchError(err)
+	}
+	into, _ := newObject(gvk)
+	quoted := fmt.Sprintf("%+v", patchMap)
+	returnUnknown := validation == validationStrict || validation == validationWarn || validation == ""
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, into, returnUnknown); err != nil {
+		strictErr, isStrict := runtime.AsStrictDecodingError(err)
+		if !isStrict {
+			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted, err.Error())})
+		}
+		strictErrs = append(strictErrs, strictErr.Errors()...)
+	}
+	into.GetObjectKind().SetGroupVersionKind(gvk)
+	return finishPatched(into, strictErrs, validation, quoted)
+}
+
+// strategicPatchError maps strategic merge patch errors as kube-apiserver
+// does, except that unknown directives are a 400 here rather than a 500.
+func strategicPatchError(err error) error {
+	switch err {
+	case mergepatch.ErrNoListOfLists, mergepatch.ErrPatchContentNotMatchRetainKeys:
+		return apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+	}
+	return apierrors.NewBadRequest(err.Error())
+}
+
+// kindOf returns the GVK set on obj.
+func (s *Server) kindOf(obj runtime.Object) schema.GroupVersionKind {
+	return obj.GetObjectKind().GroupVersionKind()
+}
+
+// newObject returns a new typed object of gvk with its kind set.
+func newObject(gvk schema.GroupVersionKind) (runtime.Object, error) {
+	obj, err := registry.Scheme.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
+}

@@ -1,0 +1,240 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// errDeleteInstead is returned by an update function when the update empties
+// the finalizers of an object being deleted: the object goes away instead.
+var errDeleteInstead = errors.New("httpapi: finalizers emptied on a deleting object")
+
+// updateFunc computes the new object from the current one. It must not
+// modify cur.
+type updateFunc func(cur runtime.Object) (runtime.Object, error)
+
+// updateResult is what guaranteedUpdate did.
+type updateResult struct {
+	obj     runtime.Object // the new object (for a dry run) or nil
+	stored  store.Object   // the stored result (zero for a dry run)
+	deleted bool           // the object was deleted (finalizers emptied)
+}
+
+// guaranteedUpdate is the read-modify-write loop of PUT and PATCH: it reads
+// the object, applies fn, runs the generic update steps, and writes with
+// the read revision as precondition, retrying when another writer got in
+// between. A no-op writes nothing.
+func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, manager string, dryRun bool, fn updateFunc) (updateResult, error) {
+	k := r.kind
+	key := s.key(k, r.ri.Namespace, r.ri.Name)
+	gr := r.gr()
+	var res updateResult
+	tryUpdate := func(cur store.Object) ([]byte, error) {
+		old, err := decodeStored(k, cur.Value)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		obj, err := fn(old.DeepCopyObject())
+		if err != nil {
+			return nil, err
+		}
+		if obj, err = s.beforeUpdate(r, obj, old, subresource, manager); err != nil {
+			return nil, err
+		}
+		m := accessor(obj)
+		if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 {
+			res.obj = obj
+			return nil, errDeleteInstead
+		}
+		value, err := encodeStorage(k, obj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		res.obj = obj
+		if dryRun {
+			return nil, errDryRun
+		}
+		return value, nil
+	}
+	for {
+		stored, err := s.cfg.Store.GuaranteedUpdate(ctx, key, tryUpdate)
+		switch {
+		case err == nil:
+			res.stored = stored
+			return res, nil
+		case errors.Is(err, errDryRun):
+			return res, nil
+		case errors.Is(err, errDeleteInstead):
+			if dryRun {
+				res.deleted = true
+				return res, nil
+			}
+			cur, gerr := s.cfg.Store.Get(ctx, key)
+			if gerr != nil {
+				return res, storeError(gerr, gr, r.ri.Name)
+			}
+			del, derr := s.cfg.Store.Delete(ctx, key, store.Preconditions{ModRev: cur.ModRev})
+			if errors.Is(derr, store.ErrConflict) {
+				continue
+			}
+			if derr != nil {
+				return res, storeError(derr, gr, r.ri.Name)
+			}
+			res.stored, res.deleted = del, true
+			return res, nil
+		}
+		return res, storeError(err, gr, r.ri.Name)
+	}
+}
+
+// errDryRun stops the update loop after every stage ran.
+var errDryRun = errors.New("httpapi: dry run")
+
+// beforeUpdate runs the generic and kind-specific update steps on obj, the
+// proposed new state of old.
+func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, manager string) (runtime.Object, error) {
+	k := r.kind
+	// Field management sees the object as the client sent it, before the
+	// strategy runs, as in kube-apiserver. Apply (manager "") recorded its
+	// fields already.
+	if manager != "" {
+		fm, err := s.fieldManagers.get(k, subresource)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		obj = fm.UpdateNoErrors(old, obj, manager)
+	}
+	m, om := accessor(obj), accessor(old)
+	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
+		return nil, err
+	}
+	if m.GetName() != r.ri.Name {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), r.ri.Name))
+	}
+	if rv := m.GetResourceVersion(); rv != "" && rv != om.GetResourceVersion() {
+		return nil, apierrors.NewConflict(r.gr(), r.ri.Name, errors.New(conflictMessage))
+	}
+	if m.GetResourceVersion() == "" && !k.Strategy.AllowUnconditionalUpdate() {
+		return nil, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), field.ErrorList{
+			field.Invalid(field.NewPath("metadata", "resourceVersion"), m.GetResourceVersion(), "must be specified for an update")})
+	}
+	m.SetResourceVersion(om.GetResourceVersion())
+	m.SetGeneration(om.GetGeneration())
+	var errs field.ErrorList
+	if subresource == "status" {
+		ss, ok := k.Strategy.(registry.StatusStrategy)
+		if !ok {
+			return nil, errNotFoundResource()
+		}
+		ss.PrepareForStatusUpdate(obj, old)
+	} else {
+		k.Strategy.PrepareForUpdate(obj, old)
+	}
+	if m.GetUID() == "" {
+		m.SetUID(om.GetUID())
+	}
+	if ct := om.GetCreationTimestamp(); !ct.IsZero() {
+		m.SetCreationTimestamp(ct)
+	}
+	if om.GetDeletionTimestamp() != nil {
+		m.SetDeletionTimestamp(om.GetDeletionTimestamp())
+	} else {
+		m.SetDeletionTimestamp(nil)
+	}
+	if om.GetDeletionGracePeriodSeconds() != nil && m.GetDeletionGracePeriodSeconds() == nil {
+		m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
+	}
+	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))...)
+	if subresource == "status" {
+		errs = append(errs, k.Strategy.(registry.StatusStrategy).ValidateStatusUpdate(obj, old)...)
+	} else {
+		errs = append(errs, k.Strategy.ValidateUpdate(obj, old)...)
+	}
+	if len(errs) > 0 {
+		return nil, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), errs)
+	}
+	// A write that changes nothing keeps managedFields' times too.
+	if equality.Semantic.DeepEqual(stripManagedTimes(obj), stripManagedTimes(old)) {
+		accessor(obj).SetManagedFields(om.GetManagedFields())
+	}
+	return obj, nil
+}
+
+// stripManagedTimes returns a copy of obj without managedFields times, for
+// no-op detection.
+func stripManagedTimes(obj runtime.Object) runtime.Object {
+	c := obj.DeepCopyObject()
+	m := accessor(c)
+	mf := m.GetManagedFields()
+	for i := range mf {
+		mf[i].Time = nil
+	}
+	m.SetManagedFields(mf)
+	return c
+}
+
+func (s *Server) handleUpdate(r *request) error {
+	c := r.c
+	k := r.kind
+	opts, err := parseWriteOptions(c.Request().URL.Query(), "UpdateOptions")
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	enc, ok := bodyEncoding(c.Request().Header.Get("Content-Type"))
+	if !ok {
+		return s.writeError(c, errUnsupportedMediaType(c.Request().Header.Get("Content-Type")))
+	}
+	body, err := s.readBody(c)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	obj, warnings, err := s.decodeBody(k, body, enc, opts.fieldValidation)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	if name := accessor(obj).GetName(); name != r.ri.Name {
+		return s.writeError(c, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, r.ri.Name)))
+	}
+	if err := checkNamespace(k, accessor(obj), r.ri.Namespace); err != nil {
+		return s.writeError(c, err)
+	}
+	addWarnings(c, warnings)
+	manager := managerName(opts.fieldManager, c.Request().UserAgent())
+	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(runtime.Object) (runtime.Object, error) {
+		return obj.DeepCopyObject(), nil
+	})
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	return s.writeUpdateResult(r, res, opts.dryRun)
+}
+
+func (s *Server) writeUpdateResult(r *request, res updateResult, dryRun bool) error {
+	if dryRun || res.stored.Value == nil {
+		return s.writeNew(r.c, http.StatusOK, r.rep, r.kind, res.obj)
+	}
+	return s.writeStored(r.c, http.StatusOK, r.rep, r.kind, res.stored.Value)
+}
+
+// addWarnings adds one Warning header per message, as kube-apiserver does.
+func addWarnings(c echo.Context, warnings []string) {
+	for _, w := range warnings {
+		if h, err := utilnet.NewWarningHeader(299, "-", w); err == nil {
+			c.Response().Header().Add("Warning", h)
+		}
+	}
+}
+
