@@ -29,7 +29,7 @@ func runBig(ctx context.Context, b *bench) ([]Result, error) {
 			return nil, err
 		}
 		var startup time.Duration
-		d, startup, err = startDaemon(ctx, b.cfg.bin, dataDir, addr)
+		d, startup, err = startDaemon(ctx, b.cfg.bin, dataDir, addr, b.cfg.readyTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -93,7 +93,7 @@ func runBig(ctx context.Context, b *bench) ([]Result, error) {
 	out = append(out, r)
 	b.logResult(r)
 
-	d, startup, err := startDaemon(ctx, b.cfg.bin, target.d.dataDir, target.d.addr)
+	d, startup, err := startDaemon(ctx, b.cfg.bin, target.d.dataDir, target.d.addr, b.cfg.readyTimeout)
 	if err != nil {
 		return out, fmt.Errorf("restart: %w", err)
 	}

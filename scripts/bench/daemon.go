@@ -19,7 +19,8 @@ import (
 
 // Defaults for running the daemon.
 const (
-	// DefaultReadyTimeout bounds the wait for /readyz to answer 200.
+	// DefaultReadyTimeout bounds the wait for /readyz to answer 200
+	// (--ready-timeout).
 	DefaultReadyTimeout = 2 * time.Minute
 	// DefaultReadyPoll is the /readyz poll interval, and so the resolution
 	// of the start-up time.
@@ -53,9 +54,9 @@ func freeLoopbackAddr() (string, error) {
 }
 
 // startDaemon runs `bin serve --data-dir dataDir --listen addr`, logging to
-// dataDir/../<name>.log, and waits for /readyz. It returns the daemon and
+// <dataDir>.log, and waits for /readyz. It returns the daemon and
 // the time from process start to the first 200 from /readyz.
-func startDaemon(ctx context.Context, bin, dataDir, addr string) (*daemon, time.Duration, error) {
+func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout time.Duration) (*daemon, time.Duration, error) {
 	d := &daemon{bin: bin, dataDir: dataDir, addr: addr, exited: make(chan struct{})}
 	d.logPath = filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".log")
 	f, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -79,7 +80,7 @@ func startDaemon(ctx context.Context, bin, dataDir, addr string) (*daemon, time.
 		d.waitErr = d.cmd.Wait()
 		close(d.exited)
 	}()
-	ready, err := d.waitReady(ctx, started)
+	ready, err := d.waitReady(ctx, started, readyTimeout)
 	if err != nil {
 		_ = d.stop()
 		return nil, 0, fmt.Errorf("%w (daemon log %s:%s)", err, d.logPath, tailFile(d.logPath, 20))
@@ -88,8 +89,8 @@ func startDaemon(ctx context.Context, bin, dataDir, addr string) (*daemon, time.
 }
 
 // waitReady polls /readyz until it answers 200 and returns the time since
-// started.
-func (d *daemon) waitReady(ctx context.Context, started time.Time) (time.Duration, error) {
+// started; it gives up after timeout.
+func (d *daemon) waitReady(ctx context.Context, started time.Time, timeout time.Duration) (time.Duration, error) {
 	// A client of its own without keep-alive: each poll is a fresh
 	// connection, as a systemd or kubelet probe would be.
 	c := &http.Client{
@@ -97,7 +98,7 @@ func (d *daemon) waitReady(ctx context.Context, started time.Time) (time.Duratio
 		Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true},
 	}
 	url := "http://" + d.addr + "/readyz"
-	deadline := time.Now().Add(DefaultReadyTimeout)
+	deadline := time.Now().Add(timeout)
 	var lastErr error
 	for time.Now().Before(deadline) {
 		select {
@@ -119,7 +120,7 @@ func (d *daemon) waitReady(ctx context.Context, started time.Time) (time.Duratio
 		}
 		time.Sleep(DefaultReadyPoll)
 	}
-	return 0, fmt.Errorf("daemon not ready after %s: %v", DefaultReadyTimeout, lastErr)
+	return 0, fmt.Errorf("daemon not ready after %s: %v", timeout, lastErr)
 }
 
 // stop sends SIGTERM and waits for the daemon to exit, sending SIGKILL

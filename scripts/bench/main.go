@@ -34,6 +34,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -48,6 +49,8 @@ type config struct {
 	bin      string
 	pid      int
 	keepData bool
+	// readyTimeout bounds each wait for a started daemon's /readyz.
+	readyTimeout time.Duration
 
 	workloads     []string
 	duration      time.Duration
@@ -69,9 +72,10 @@ type config struct {
 	writeRate    int
 	watchWriters int
 
-	jsonPath string
-	commit   string
-	quiet    bool
+	jsonPath   string
+	commit     string
+	quiet      bool
+	cpuProfile string
 }
 
 func main() {
@@ -112,6 +116,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.server, "server", "", "URL of a running daemon (http://127.0.0.1:PORT); default: start --bin")
 	fs.StringVar(&cfg.bin, "bin", "bin/edgeapi", "edgeapi binary to start as `serve --data-dir TMP --listen 127.0.0.1:PORT`")
 	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
+	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", DefaultReadyTimeout, "how long a started daemon gets to answer /readyz 200")
 	fs.BoolVar(&cfg.keepData, "keep-data", false, "keep the temporary data dirs and daemon logs")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "duration of each timed workload")
 	fs.Int64Var(&cfg.maxOps, "max-ops", 5_000_000, "upper bound on operations per timed workload")
@@ -132,6 +137,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: git HEAD of the binary's repo)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines on stderr")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -177,6 +183,17 @@ func run(ctx context.Context, args []string) error {
 			return nil
 		}
 		return err
+	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	b := &bench{
 		cfg:   cfg,
@@ -227,7 +244,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		d, startup, err := startDaemon(ctx, bin, filepath.Join(b.tmpDir, "data"), addr)
+		d, startup, err := startDaemon(ctx, bin, filepath.Join(b.tmpDir, "data"), addr, cfg.readyTimeout)
 		if err != nil {
 			return err
 		}
