@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -49,7 +50,7 @@ func (s *Server) deleteOptions(r *request) (*metav1.DeleteOptions, error) {
 		if o, ok := obj.(*metav1.DeleteOptions); ok {
 			opts = o
 		}
-	} else if err := metav1.ParameterCodec.DecodeParameters(c.Request().URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
+	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(c.Request().URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if _, ok := c.Request().URL.Query()["dryRun"]; ok && len(body) > 0 {
@@ -273,18 +274,9 @@ func (s *Server) handleDeleteCollection(r *request) error {
 		if err != nil {
 			return s.writeError(c, err)
 		}
-		switch {
-		case dr.deleted:
-			out = append(out, store.Object{Key: o.Key, Value: dr.before})
-		case dr.obj != nil:
-			value, err := encodeStorage(r.kind, dr.obj)
-			if err != nil {
-				return s.writeError(c, err)
-			}
-			out = append(out, store.Object{Key: o.Key, Value: value})
-		default:
-			out = append(out, dr.stored)
-		}
+		// kube-apiserver answers with the items as listed, before deletion.
+		_ = dr
+		out = append(out, o)
 	}
 	return s.writeList(c, r, out, &metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)})
 }

@@ -52,7 +52,6 @@ func errUnsupportedMediaType(contentType string) *apierrors.StatusError {
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusUnsupportedMediaType,
 		Reason:  metav1.StatusReasonUnsupportedMediaType,
-		Details: &metav1.StatusDetails{},
 		Message: "the body of the request was in an unknown format - accepted media types include: " + supportedMediaTypesList,
 	}}
 }

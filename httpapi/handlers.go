@@ -105,7 +105,7 @@ func (s *Server) serveResource(c echo.Context) error {
 // notFound is the plain-text 404 kube-apiserver gives for paths outside
 // any served group.
 func (s *Server) notFound(c echo.Context) error {
-	return c.String(http.StatusNotFound, "404 page not found\n")
+	return c.Blob(http.StatusNotFound, "text/plain; charset=utf-8", []byte("404 page not found\n"))
 }
 
 func (s *Server) groupKnown(group string) bool {

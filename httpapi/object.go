@@ -78,6 +78,7 @@ func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validat
 			gvk.Kind, gvk.Version, k.GVK.Kind, gvk.Version, gvk.Kind, internalPackage(k.GVK.Group), k.GVK.Kind))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	registry.Scheme.Default(obj)
 	return obj, warnings, nil
 }
 

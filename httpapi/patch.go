@@ -143,6 +143,7 @@ func (s *Server) decodePatched(gvk schema.GroupVersionKind, patchedJS []byte, st
 }
 
 func finishPatched(obj runtime.Object, strictErrs []error, validation, quoted string) (runtime.Object, []string, error) {
+	registry.Scheme.Default(obj)
 	if len(strictErrs) == 0 || validation == validationIgnore {
 		return obj, nil, nil
 	}

@@ -106,7 +106,7 @@ func (s *Server) serveHealth(c echo.Context) error {
 			b.WriteString("[+]" + line + "\n")
 		}
 		b.WriteString(strings.TrimPrefix(path, "/") + " check passed\n")
-		return c.String(http.StatusOK, b.String())
+		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(b.String()))
 	}
-	return c.String(http.StatusOK, "ok")
+	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))
 }
