@@ -373,7 +373,7 @@ func TestClientset_CRUD(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// waitGone polls get until it returns NotFound.
+// waitGone polls get until it returns NotFound; any other error fails.
 func waitGone(t *testing.T, what string, get func() error) {
 	t.Helper()
 	var last error
@@ -382,6 +382,9 @@ func waitGone(t *testing.T, what string, get func() error) {
 		last = get()
 		if apierrors.IsNotFound(last) {
 			return
+		}
+		if last != nil {
+			t.Fatalf("waiting for %s to go away: get: %v", what, last)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s still there after %v (last get: %v)", what, eventually, last)
@@ -945,6 +948,9 @@ func TestConfigMap_DeletePreconditions(t *testing.T) {
 		}
 		wantStatus(t, err, 409, metav1.StatusReasonConflict,
 			`Operation cannot be fulfilled on ConfigMap "cm": the UID in the precondition (`+string(wrong)+`) does not match the UID in record (`+string(cm.UID)+`). The object might have been deleted and then recreated`)
+		if got := apiStatus(t, err).Details; got == nil || got.Name != "cm" || got.Kind != "ConfigMap" {
+			t.Errorf("details = %+v, want name cm kind ConfigMap", got)
+		}
 	})
 	t.Run("wrong resourceVersion", func(t *testing.T) {
 		stale := "1"
@@ -954,6 +960,9 @@ func TestConfigMap_DeletePreconditions(t *testing.T) {
 		}
 		wantStatus(t, err, 409, metav1.StatusReasonConflict,
 			`Operation cannot be fulfilled on ConfigMap "cm": the ResourceVersion in the precondition (1) does not match the ResourceVersion in record (`+cm.ResourceVersion+`). The object might have been modified`)
+		if got := apiStatus(t, err).Details; got == nil || got.Name != "cm" || got.Kind != "ConfigMap" {
+			t.Errorf("details = %+v, want name cm kind ConfigMap", got)
+		}
 	})
 	t.Run("still there", func(t *testing.T) {
 		if _, err := c.Get(ctx, "cm", metav1.GetOptions{}); err != nil {

@@ -169,6 +169,9 @@ func TestKubectl_Namespace(t *testing.T) {
 
 	res := d.MustKubectl("get", "ns")
 	rows := table(res.Stdout)
+	if len(rows) == 0 {
+		t.Fatalf("get ns printed nothing: %s", res)
+	}
 	if got, want := rows[0], []string{"NAME", "STATUS", "AGE"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("get ns: header = %q, want %q", got, want)
 	}
@@ -252,6 +255,9 @@ func TestKubectl_Discovery(t *testing.T) {
 	t.Run("api-resources", func(t *testing.T) {
 		res := d.MustKubectl("api-resources")
 		rows := table(res.Stdout)
+		if len(rows) == 0 {
+			t.Fatalf("api-resources printed nothing: %s", res)
+		}
 		if got, want := rows[0], []string{"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"}; !reflect.DeepEqual(got, want) {
 			t.Errorf("header = %q, want %q", got, want)
 		}

@@ -116,6 +116,8 @@ type candidateEvent struct {
 	at   time.Time
 }
 
+func (e candidateEvent) String() string { return e.word + "@" + e.at.Format(time.StampMicro) }
+
 func startCandidate(t *testing.T, d *Daemon, id, ns, lease string) *candidate {
 	t.Helper()
 	exe, err := os.Executable()
