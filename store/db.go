@@ -43,6 +43,10 @@ type Config struct {
 	// ReadConns is the size of the read connection pool (default
 	// DefaultReadConns).
 	ReadConns int
+
+	// beforeBatch, when set (by tests), runs on the writer goroutine after
+	// it has received a batch's first write and before it takes the rest.
+	beforeBatch func()
 }
 
 func (c *Config) setDefaults() {
@@ -93,18 +97,14 @@ type DB struct {
 	closed  bool
 	// isClosed mirrors closed for reads, which take no lock.
 	isClosed atomic.Bool
-	queue   chan *writeReq
-	jobs    chan writerJob
+	queue    chan *writeReq
+	jobs     chan writerJob
 
 	// subMu guards subs, the subscriber list, which is replaced (never
 	// modified in place) so that the writer can read it without the lock.
 	subMu  sync.Mutex
 	subs   atomic.Pointer[[]subscriber]
 	nextID uint64
-
-	// beforeBatch, when set (by tests), runs on the writer goroutine after
-	// it has received a batch's first write and before it takes the rest.
-	beforeBatch func()
 
 	stats      stats
 	bgCancel   context.CancelFunc

@@ -171,7 +171,7 @@ func (db *DB) groupCommit() {
 				continue
 			}
 		}
-		if hook := db.beforeBatch; hook != nil {
+		if hook := db.cfg.beforeBatch; hook != nil {
 			hook()
 		}
 
