@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // apidiffScenarios are the scenario files (without .json) that TestAPIDiff
@@ -66,8 +68,11 @@ func TestAPIDiff(t *testing.T) {
 			}
 			d := StartDaemon(t)
 
+			// A hang guard: scenarios take seconds.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
 			out := t.TempDir()
-			run := exec.Command(python, filepath.Join(dir, "apidiff.py"), "run",
+			run := exec.CommandContext(ctx, python, filepath.Join(dir, "apidiff.py"), "run",
 				"--server", d.URL, "--token-admin", "x", "--token-alice", "y",
 				"--out", out, scenario)
 			if msg, err := run.CombinedOutput(); err != nil {
@@ -87,7 +92,7 @@ func TestAPIDiff(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(goldenDir, name+".json"), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			diff := exec.Command(python, filepath.Join(dir, "apidiff.py"), "diff",
+			diff := exec.CommandContext(ctx, python, filepath.Join(dir, "apidiff.py"), "diff",
 				"--max-per-step", "1000000", goldenDir, out)
 			msg, err := diff.CombinedOutput()
 			if err != nil && diff.ProcessState.ExitCode() != 1 {
