@@ -10,7 +10,7 @@ import (
 var leaseGK = coordinationv1.SchemeGroupVersion.WithKind("Lease").GroupKind()
 
 func int32Ptr(i int32) *int32 { return &i }
-func strPtr(s string) *string  { return &s }
+func strPtr(s string) *string { return &s }
 
 func TestLeaseStrategy_Validate(t *testing.T) {
 	tests := []struct {
