@@ -72,7 +72,7 @@ func (configMapStrategy) Validate(obj runtime.Object) field.ErrorList {
 
 func (configMapStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	cm, oldCM := obj.(*corev1.ConfigMap), old.(*corev1.ConfigMap)
-	return withGenericUpdate(validateConfigMapUpdate(cm, oldCM), obj, old, true)
+	return validateConfigMapUpdate(cm, oldCM)
 }
 
 // validateConfigMap is kube-apiserver's ValidateConfigMap.

@@ -118,7 +118,7 @@ func TestConfigMapStrategy_ValidateUpdate(t *testing.T) {
 		{"s16-json-patch/invalid-result", storedConfigMap("a", map[string]string{"k1": "v"}), func(cm *corev1.ConfigMap) { cm.Data["bad key"] = "x" }, nil},
 		{"s19-ssa-basics/apply-invalid", storedConfigMap("a", map[string]string{"k": "v"}), func(cm *corev1.ConfigMap) { cm.Data = map[string]string{"bad key": "v"} }, nil},
 		// kube-apiserver lists these causes twice: once from the generic
-		// checks, once from the strategy.
+		// checks (ValidateGenericUpdate), once from the strategy.
 		{"s17-merge-patch/change-uid", storedConfigMap("a", nil), func(cm *corev1.ConfigMap) { cm.UID = "00000000-0000-0000-0000-000000000000" },
 			map[string]string{"<uid:3>": "00000000-0000-0000-0000-000000000000"}},
 		{"s23-finalizers/add-finalizer-after-deletion", func() *corev1.ConfigMap {
@@ -135,9 +135,18 @@ func TestConfigMapStrategy_ValidateUpdate(t *testing.T) {
 			cm := tt.old.DeepCopy()
 			tt.mutate(cm)
 			s.PrepareForUpdate(cm, tt.old)
-			assertInvalid(t, tt.golden, configMapGK, cm.Name, s.ValidateUpdate(cm, tt.old), tt.replace)
+			assertInvalid(t, tt.golden, configMapGK, cm.Name, updateErrs(cm, tt.old, true, s.ValidateUpdate(cm, tt.old)), tt.replace)
 		})
 	}
+
+	t.Run("the strategy alone reports the uid once", func(t *testing.T) {
+		old := storedConfigMap("a", nil)
+		cm := old.DeepCopy()
+		cm.UID = "00000000-0000-0000-0000-000000000000"
+		if errs := (configMapStrategy{}).ValidateUpdate(cm, old); len(errs) != 1 || errs[0].Field != "metadata.uid" {
+			t.Errorf("got %v", errs)
+		}
+	})
 
 	allowed := []struct {
 		name   string
@@ -155,7 +164,7 @@ func TestConfigMapStrategy_ValidateUpdate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cm := tt.old.DeepCopy()
 			tt.mutate(cm)
-			assertNoErrors(t, configMapStrategy{}.ValidateUpdate(cm, tt.old))
+			assertNoErrors(t, updateErrs(cm, tt.old, true, configMapStrategy{}.ValidateUpdate(cm, tt.old)))
 		})
 	}
 }

@@ -314,7 +314,7 @@ func (s eventStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 		immutable(ev.ReportingController, oldEv.ReportingController, "reportingController")
 		immutable(ev.ReportingInstance, oldEv.ReportingInstance, "reportingInstance")
 	}
-	return withGenericUpdate(errs, obj, old, true)
+	return errs
 }
 
 // validateEventSeries is kube-apiserver's validateV1EventSeries.

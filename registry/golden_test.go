@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
@@ -112,6 +113,13 @@ func jsonEqual(t *testing.T, a, b json.RawMessage) bool {
 		t.Fatalf("decode %s: %v", b, err)
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// updateErrs is what the HTTP layer reports for an update, as
+// kube-apiserver's rest.BeforeUpdate does: the generic checks first, then
+// the strategy's errs.
+func updateErrs(obj, old runtime.Object, namespaced bool, errs field.ErrorList) field.ErrorList {
+	return append(ValidateGenericUpdate(obj, old, namespaced), errs...)
 }
 
 // assertNoErrors fails when errs is not empty.

@@ -104,7 +104,7 @@ func (leaseStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	l, oldL := obj.(*coordinationv1.Lease), old.(*coordinationv1.Lease)
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&l.ObjectMeta, &oldL.ObjectMeta, metadataPath)
 	errs = append(errs, validateLeaseSpec(&l.Spec, field.NewPath("spec"))...)
-	return withGenericUpdate(errs, obj, old, true)
+	return errs
 }
 
 // validLeaseStrategies are the strategies without a domain prefix.

@@ -117,7 +117,7 @@ func (namespaceStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList
 	ns, oldNS := obj.(*corev1.Namespace), old.(*corev1.Namespace)
 	errs := validateNamespace(ns)
 	errs = append(errs, validateCoreObjectMetaUpdate(&ns.ObjectMeta, &oldNS.ObjectMeta)...)
-	return withGenericUpdate(errs, obj, old, false)
+	return errs
 }
 
 // PrepareForStatusUpdate keeps spec from old; metadata may change, as in
@@ -142,7 +142,7 @@ func (namespaceStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.Err
 	} else if ns.Status.Phase != corev1.NamespaceTerminating {
 		errs = append(errs, field.Invalid(phasePath, ns.Status.Phase, "may only be 'Terminating' if `deletionTimestamp` is not empty"))
 	}
-	return withGenericUpdate(errs, obj, old, false)
+	return errs
 }
 
 // PrepareForFinalize keeps status from old.
@@ -160,7 +160,7 @@ func (namespaceStrategy) ValidateFinalizeUpdate(obj, old runtime.Object) field.E
 	for i, f := range ns.Spec.Finalizers {
 		errs = append(errs, validateFinalizerName(string(f), finalizers.Index(i))...)
 	}
-	return withGenericUpdate(errs, obj, old, false)
+	return errs
 }
 
 // validateNamespace is kube-apiserver's ValidateNamespace. Its

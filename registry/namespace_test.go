@@ -79,7 +79,7 @@ func TestNamespaceStrategy_PrepareForUpdate(t *testing.T) {
 	if !reflect.DeepEqual(ns, old) {
 		t.Errorf("got %+v, want unchanged %+v", ns, old)
 	}
-	assertNoErrors(t, s.ValidateUpdate(ns, old))
+	assertNoErrors(t, updateErrs(ns, old, false, s.ValidateUpdate(ns, old)))
 }
 
 func TestNamespaceStrategy_ValidateFinalizeUpdate(t *testing.T) {
@@ -96,7 +96,7 @@ func TestNamespaceStrategy_ValidateFinalizeUpdate(t *testing.T) {
 	if ns.Status.Phase != corev1.NamespaceTerminating {
 		t.Errorf("finalize changed status to %q", ns.Status.Phase)
 	}
-	assertInvalid(t, "s30-namespace-lifecycle/finalize-invalid", namespaceGK, ns.Name, s.ValidateFinalizeUpdate(ns, old), nil)
+	assertInvalid(t, "s30-namespace-lifecycle/finalize-invalid", namespaceGK, ns.Name, updateErrs(ns, old, false, s.ValidateFinalizeUpdate(ns, old)), nil)
 
 	ns.Spec.Finalizers = nil
 	assertNoErrors(t, s.ValidateFinalizeUpdate(ns, old))

@@ -51,12 +51,14 @@ func ValidateGenericCreate(obj runtime.Object, namespaced bool) field.ErrorList 
 	return apimachineryvalidation.ValidateObjectMetaAccessor(m, namespaced, path.ValidatePathSegmentName, metadataPath)
 }
 
-// ValidateGenericUpdate is kube-apiserver's rest validateCommonFields, run
-// before the strategy's ValidateUpdate: the create-time object-meta check
-// plus the update rules (immutable name, namespace, uid, creation and
-// deletion timestamps; no new finalizers while deleting; resourceVersion
-// set; generation not decremented). Strategies include it at the front of
-// ValidateUpdate; it is exported for strategies defined elsewhere.
+// ValidateGenericUpdate is kube-apiserver's rest validateCommonFields, which
+// rest.BeforeUpdate runs before the strategy's ValidateUpdate (or the
+// status or finalize strategy's): the create-time object-meta check (names
+// as path segments, labels, annotations, ...) plus the update rules
+// (immutable name, namespace, uid, creation and deletion timestamps; no
+// new finalizers while deleting; resourceVersion set; generation not
+// decremented). The HTTP layer calls it for every kind and puts its errors
+// first.
 func ValidateGenericUpdate(obj, old runtime.Object, namespaced bool) field.ErrorList {
 	m, err := meta.Accessor(obj)
 	if err != nil {
@@ -78,12 +80,6 @@ func withGenericCreate(errs field.ErrorList, obj runtime.Object, namespaced bool
 		return errs
 	}
 	return ValidateGenericCreate(obj, namespaced)
-}
-
-// withGenericUpdate completes a strategy's update errors the way
-// rest.BeforeUpdate does: generic errors first, then the strategy's.
-func withGenericUpdate(errs field.ErrorList, obj, old runtime.Object, namespaced bool) field.ErrorList {
-	return append(ValidateGenericUpdate(obj, old, namespaced), errs...)
 }
 
 // validateCoreObjectMeta is the core group's ValidateObjectMeta:

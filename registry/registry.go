@@ -145,7 +145,8 @@ func (k *Kind) HasVerb(v string) bool {
 // the name, PrepareForCreate, Validate, then Canonicalize (if implemented);
 // update: Scheme.Default (at decode, also after patching), set a missing
 // resourceVersion to the stored one when AllowUnconditionalUpdate,
-// PrepareForUpdate, ValidateUpdate, Canonicalize. Validation errors become
+// PrepareForUpdate, ValidateGenericUpdate followed by ValidateUpdate, then
+// Canonicalize. Validation errors become
 // apierrors.NewInvalid(GVK.GroupKind(), name, errs) (422).
 type Strategy interface {
 	// PrepareForCreate clears fields a client may not set on create (status
@@ -163,14 +164,13 @@ type Strategy interface {
 	// references). The HTTP layer adds nothing.
 	Validate(obj runtime.Object) field.ErrorList
 	// ValidateUpdate checks an update against the stored object (immutable
-	// fields, immutable ConfigMaps/Secrets, Secret type). The list is
-	// complete, as kube-apiserver's rest.BeforeUpdate reports it: first the
-	// generic object-meta checks (ValidateObjectMetaAccessor with
-	// path-segment names, ValidateObjectMetaAccessorUpdate), then the
-	// strategy's own, which repeat some of them; kube-apiserver really
-	// lists such causes twice (s17 change-uid, s23 add-finalizer). The
-	// object's resourceVersion must be set before the call, else the
-	// generic check reports "must be specified for an update".
+	// fields, immutable ConfigMaps/Secrets, Secret type): what
+	// kube-apiserver's strategy.ValidateUpdate reports, object-meta update
+	// rules included. kube-apiserver's rest.BeforeUpdate puts its generic
+	// checks first; the HTTP layer does that with ValidateGenericUpdate
+	// (errs = ValidateGenericUpdate(...) + ValidateUpdate(...)). Both
+	// report some causes, which kube-apiserver really lists twice (s17
+	// change-uid, s23 add-finalizer-after-deletion).
 	ValidateUpdate(obj, old runtime.Object) field.ErrorList
 	// AllowUnconditionalUpdate reports whether PUT without resourceVersion
 	// is allowed (true for all built-in kinds here except Leases, as in
@@ -190,8 +190,9 @@ type StatusStrategy interface {
 	// PrepareForStatusUpdate keeps from old what a status write may not
 	// change (for Namespaces: spec, as kube-apiserver does).
 	PrepareForStatusUpdate(obj, old runtime.Object)
-	// ValidateStatusUpdate validates a status write; the list is complete
-	// as for Strategy.ValidateUpdate.
+	// ValidateStatusUpdate validates a status write, like
+	// Strategy.ValidateUpdate (the HTTP layer puts ValidateGenericUpdate
+	// first).
 	ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList
 }
 
@@ -201,8 +202,9 @@ type FinalizeStrategy interface {
 	// PrepareForFinalize keeps from old what a finalize write may not
 	// change (status).
 	PrepareForFinalize(obj, old runtime.Object)
-	// ValidateFinalizeUpdate validates a finalize write; the list is
-	// complete as for Strategy.ValidateUpdate.
+	// ValidateFinalizeUpdate validates a finalize write, like
+	// Strategy.ValidateUpdate (the HTTP layer puts ValidateGenericUpdate
+	// first).
 	ValidateFinalizeUpdate(obj, old runtime.Object) field.ErrorList
 }
 

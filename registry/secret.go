@@ -101,7 +101,7 @@ func (secretStrategy) Validate(obj runtime.Object) field.ErrorList {
 
 func (secretStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	s, oldS := obj.(*corev1.Secret), old.(*corev1.Secret)
-	return withGenericUpdate(validateSecretUpdate(s, oldS), obj, old, true)
+	return validateSecretUpdate(s, oldS)
 }
 
 func (secretStrategy) WarningsOnCreate(obj runtime.Object) []string {

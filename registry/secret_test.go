@@ -132,7 +132,7 @@ func TestSecretStrategy_ValidateUpdate(t *testing.T) {
 			tt.mutate(s)
 			st := secretStrategy{}
 			st.PrepareForUpdate(s, tt.old)
-			assertInvalid(t, tt.golden, secretGK, s.Name, st.ValidateUpdate(s, tt.old), nil)
+			assertInvalid(t, tt.golden, secretGK, s.Name, updateErrs(s, tt.old, true, st.ValidateUpdate(s, tt.old)), nil)
 		})
 	}
 
