@@ -135,7 +135,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.writeRate, "write-rate", 1000, "watch workload: creates per second")
 	fs.IntVar(&cfg.watchWriters, "watch-writers", 32, "watch workload: writer goroutines sharing --write-rate")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
-	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: git HEAD of the binary's repo)")
+	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: the one `bin version` prints, else git HEAD of the binary's repo)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
@@ -212,6 +212,7 @@ func run(ctx context.Context, args []string) error {
 		},
 	}
 	report := b.report
+	report.LoadAvg = append(report.LoadAvg, loadAvg())
 
 	repoDir, _ := os.Getwd()
 	if cfg.server != "" {
@@ -229,7 +230,7 @@ func run(ctx context.Context, args []string) error {
 		b.cfg.bin = bin
 		report.Bin = bin
 		repoDir = filepath.Dir(bin)
-		report.Version = daemonVersion(ctx, bin)
+		report.Version, report.Commit = daemonVersion(ctx, bin)
 
 		b.tmpDir, err = os.MkdirTemp("", "edgeapi-bench-")
 		if err != nil {
@@ -334,9 +335,17 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 // finish prints the report and writes the JSON file.
 func (b *bench) finish(repoDir string, runErr error) error {
 	r := b.report
-	r.Commit = b.cfg.commit
-	if r.Commit == "" {
+	r.LoadAvg = append(r.LoadAvg, loadAvg())
+	switch {
+	case b.cfg.commit != "":
+		r.Commit = b.cfg.commit
+	case r.Commit != "":
+		// Stamped in the binary by scripts/build.
+	default:
 		r.Commit = gitCommit(repoDir)
+		if r.Commit != "" {
+			r.Commit += " (HEAD of " + repoDir + ")"
+		}
 	}
 	printReport(os.Stdout, r)
 	if b.cfg.jsonPath != "" {
@@ -369,17 +378,28 @@ func gitCommit(dir string) string {
 	return commit
 }
 
-// daemonVersion returns the first line of `bin version`, or "".
-func daemonVersion(ctx context.Context, bin string) string {
+// daemonVersion runs `bin version` and returns its output on one line
+// ("" on failure) and the commit stamped in it by scripts/build ("" when
+// absent or "unknown").
+func daemonVersion(ctx context.Context, bin string) (version, commit string) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, "version").Output()
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	if len(line) > 100 {
-		line = line[:100]
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimSpace(l)
+		if k, v, ok := strings.Cut(lines[i], ":"); ok && strings.Contains(strings.ToLower(k), "commit") {
+			if v = strings.TrimSpace(v); v != "unknown" && v != "" {
+				commit = v
+			}
+		}
 	}
-	return line
+	version = strings.Join(lines, "; ")
+	if len(version) > 200 {
+		version = version[:200]
+	}
+	return version, commit
 }

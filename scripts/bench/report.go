@@ -19,12 +19,28 @@ type Report struct {
 	Version   string         `json:"daemon_version,omitempty"`
 	GoVersion string         `json:"go_version"`
 	NumCPU    int            `json:"num_cpu"`
+	// LoadAvg is /proc/loadavg at the start and the end of the run: other
+	// work on the machine skews the numbers.
+	LoadAvg []string `json:"loadavg,omitempty"`
 	Config    map[string]any `json:"config"`
 	Results   []Result       `json:"results"`
 	// Failures lists workloads that did not complete, with their error.
 	Failures []string `json:"failures,omitempty"`
 	// ServerStats is the daemon's last reported statistics.
 	ServerStats *serverStats `json:"server_stats,omitempty"`
+}
+
+// loadAvg returns the 1, 5 and 15 minute load averages, or "".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func writeJSON(path string, r *Report) error {
@@ -77,7 +93,11 @@ func printReport(out io.Writer, r *Report) {
 	if r.Version != "" {
 		fmt.Fprintf(out, "  (%s)", r.Version)
 	}
-	fmt.Fprintf(out, "\n%d CPUs, %s; latency is per operation, end to end over loopback HTTP/1.1 keep-alive\n\n", r.NumCPU, r.GoVersion)
+	fmt.Fprintf(out, "\n%d CPUs, %s; latency is per operation, end to end over loopback HTTP/1.1 keep-alive\n", r.NumCPU, r.GoVersion)
+	if len(r.LoadAvg) > 0 {
+		fmt.Fprintf(out, "loadavg at start/end: %s (other work on the machine skews results)\n", strings.Join(r.LoadAvg, " / "))
+	}
+	fmt.Fprintln(out)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "workload\tclients\tops\terrors\tops/s\tmin\tp50\tp90\tp99\tmax\tcpu gen/srv\t\ttarget\tkube-apiserver\t")
