@@ -12,18 +12,18 @@ import (
 
 // Report is the whole run, as written by --json.
 type Report struct {
-	Started   string         `json:"started"`
-	Server    string         `json:"server"`
-	Bin       string         `json:"bin,omitempty"`
-	Commit    string         `json:"commit,omitempty"`
-	Version   string         `json:"daemon_version,omitempty"`
-	GoVersion string         `json:"go_version"`
-	NumCPU    int            `json:"num_cpu"`
+	Started   string `json:"started"`
+	Server    string `json:"server"`
+	Bin       string `json:"bin,omitempty"`
+	Commit    string `json:"commit,omitempty"`
+	Version   string `json:"daemon_version,omitempty"`
+	GoVersion string `json:"go_version"`
+	NumCPU    int    `json:"num_cpu"`
 	// LoadAvg is /proc/loadavg at the start and the end of the run: other
 	// work on the machine skews the numbers.
-	LoadAvg []string `json:"loadavg,omitempty"`
-	Config    map[string]any `json:"config"`
-	Results   []Result       `json:"results"`
+	LoadAvg []string       `json:"loadavg,omitempty"`
+	Config  map[string]any `json:"config"`
+	Results []Result       `json:"results"`
 	// Failures lists workloads that did not complete, with their error.
 	Failures []string `json:"failures,omitempty"`
 	// ServerStats is the daemon's last reported statistics.
