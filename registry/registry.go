@@ -68,6 +68,15 @@ type Kind struct {
 	ToStorage   func(obj runtime.Object) (runtime.Object, error)
 	FromStorage func(obj runtime.Object) (runtime.Object, error)
 
+	// NormalizeOnDecode, when set, does to a freshly decoded (or patched)
+	// object what kube-apiserver's conversion into its internal version
+	// does, before anything else sees it, field management included:
+	// Secrets merge stringData into data (stringData wins) and drop it, so
+	// managedFields name f:data, not f:stringData (s28 create-stringdata).
+	// Nil for kinds without such a step. Idempotent; PrepareForCreate and
+	// PrepareForUpdate repeat it.
+	NormalizeOnDecode func(obj runtime.Object)
+
 	// New returns an empty object of the served version, NewList an empty
 	// list.
 	New     func() runtime.Object

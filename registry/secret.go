@@ -25,9 +25,14 @@ func secretKind() *Kind {
 		Verbs:           verbsAll,
 		StorageResource: "secrets",
 		StorageGVK:      corev1.SchemeGroupVersion.WithKind("Secret"),
-		New:             func() runtime.Object { return &corev1.Secret{} },
-		NewList:         func() runtime.Object { return &corev1.SecretList{} },
-		Strategy:        secretStrategy{},
+		NormalizeOnDecode: func(obj runtime.Object) {
+			if s, ok := obj.(*corev1.Secret); ok {
+				mergeStringData(s)
+			}
+		},
+		New:      func() runtime.Object { return &corev1.Secret{} },
+		NewList:  func() runtime.Object { return &corev1.SecretList{} },
+		Strategy: secretStrategy{},
 		TableColumns: []metav1.TableColumnDefinition{
 			nameColumn(),
 			{Name: "Type", Type: "string", Description: corev1.Secret{}.SwaggerDoc()["type"]},

@@ -44,6 +44,15 @@ func TestSecretStrategy_PrepareForCreate(t *testing.T) {
 	assertNoErrors(t, secretStrategy{}.Validate(s))
 }
 
+func TestSecretKind_NormalizeOnDecode(t *testing.T) {
+	s := &corev1.Secret{StringData: map[string]string{"pass": "p"}, Data: map[string][]byte{"pass": []byte("old"), "user": []byte("u")}}
+	secretKind().NormalizeOnDecode(s)
+	want := map[string][]byte{"pass": []byte("p"), "user": []byte("u")}
+	if !reflect.DeepEqual(s.Data, want) || s.StringData != nil {
+		t.Errorf("got data %q stringData %v, want %q and nil", s.Data, s.StringData, want)
+	}
+}
+
 func TestSecretStrategy_PrepareForUpdate(t *testing.T) {
 	// s28 patch-stringdata: a patch that sets stringData changes data.
 	old := storedSecret("s1", corev1.SecretTypeOpaque, map[string][]byte{"user": []byte("admin"), "pass": []byte("p@ss")})
