@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	stdlog "log"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -133,7 +135,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	}
 
 	d.srv = &http.Server{
-		Handler:           d.api.Handler(),
+		Handler:           d.handler(d.api.Handler()),
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		// No ReadTimeout or WriteTimeout: watches stream for minutes.
 		ErrorLog: mustStdLog(log.Named("http")),
@@ -249,6 +251,38 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 		}
 	}
 	return first
+}
+
+// statsPath serves the daemon's own figures (store counters, goroutines,
+// uptime) as JSON for scripts/bench and operators. It sits outside the
+// Kubernetes API, which httpapi serves.
+const statsPath = "/debug/edgeapi/stats"
+
+// handler serves statsPath and passes every other request to api.
+func (d *daemon) handler(api http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != statsPath {
+			api.ServeHTTP(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		b, err := json.Marshal(map[string]any{
+			"store":          d.db.Stats(),
+			"goroutines":     runtime.NumGoroutine(),
+			"uptime_seconds": time.Since(d.started).Seconds(),
+			"version":        version,
+		})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(b)
+	})
 }
 
 // closeOpened releases what startDaemon opened before it failed.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -110,6 +111,22 @@ func checkHealthz(t *testing.T, server string) {
 	}
 }
 
+// checkStats checks that the debug stats endpoint reports the store.
+func checkStats(t *testing.T, server string) {
+	t.Helper()
+	resp, err := http.Get(server + statsPath)
+	if err != nil {
+		t.Fatalf("GET %s: %v", statsPath, err)
+	}
+	defer resp.Body.Close()
+	var got struct {
+		Store *struct{ Rev int64 } `json:"store"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK || got.Store == nil {
+		t.Errorf("GET %s: status %d, decode error %v, store %v; want 200 with store stats", statsPath, resp.StatusCode, err, got.Store)
+	}
+}
+
 // TestServe_Notify runs the real serve path in-process with a fake
 // NOTIFY_SOCKET and watchdog, and checks READY=1 comes once the store is
 // open and the listener answers, WATCHDOG=1 comes from the main loop, and
@@ -152,7 +169,9 @@ func TestServe_Notify(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "edgeapi.db")); err != nil {
 		t.Errorf("database not created: %v", err)
 	}
-	checkHealthz(t, serverFromKubeconfig(t, dataDir))
+	server := serverFromKubeconfig(t, dataDir)
+	checkHealthz(t, server)
+	checkStats(t, server)
 
 	sock.waitFor(t, "WATCHDOG=1", 5*time.Second)
 
