@@ -135,6 +135,9 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 	if errs := k.Strategy.Validate(obj); len(errs) > 0 {
 		return nil, store.Object{}, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), errs)
 	}
+	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
+		c.Canonicalize(obj)
+	}
 	if dryRun {
 		return obj, store.Object{}, nil
 	}

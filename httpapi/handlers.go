@@ -49,7 +49,20 @@ func (s *Server) serveResource(c echo.Context) error {
 	if k == nil {
 		return s.writeError(c, errNotFoundResource())
 	}
-	if ri.Subresource != "" && !(ri.Subresource == "status" && k.StatusSubresource) {
+	switch ri.Subresource {
+	case "":
+	case "status":
+		if !k.StatusSubresource {
+			return s.writeError(c, errNotFoundResource())
+		}
+	case "finalize":
+		if !k.FinalizeSubresource {
+			return s.writeError(c, errNotFoundResource())
+		}
+		if ri.Verb != "update" {
+			return s.writeError(c, errMethodNotAllowed())
+		}
+	default:
 		return s.writeError(c, errNotFoundResource())
 	}
 	if !k.Namespaced && ri.Resource != "namespaces" {

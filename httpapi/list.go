@@ -117,18 +117,10 @@ func (s *Server) listOptions(r *request) (*metainternalversion.ListOptions, erro
 // fieldLabelSupported checks a field-selector key against the kind, with
 // kube-apiserver's messages.
 func fieldLabelSupported(k *registry.Kind, label, value string) (string, string, error) {
-	for _, key := range k.FieldSelectorKeys {
-		if key == label {
-			return label, value, nil
-		}
+	if err := k.CheckFieldSelectorKey(label); err != nil {
+		return "", "", err
 	}
-	if label == "metadata.name" || (label == "metadata.namespace" && k.Namespaced) {
-		return label, value, nil
-	}
-	if len(k.FieldSelectorKeys) <= 2 {
-		return "", "", fmt.Errorf("%q is not a known field selector: only %q, %q", label, "metadata.name", "metadata.namespace")
-	}
-	return "", "", fmt.Errorf("field label not supported: %s", label)
+	return label, value, nil
 }
 
 // matcher returns the store filter for label and field selectors, nil when

@@ -78,7 +78,7 @@ func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validat
 			gvk.Kind, gvk.Version, k.GVK.Kind, gvk.Version, gvk.Kind, internalPackage(k.GVK.Group), k.GVK.Kind))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
-	registry.Scheme.Default(obj)
+	normalize(k, obj)
 	return obj, warnings, nil
 }
 
@@ -220,4 +220,14 @@ func accessor(obj runtime.Object) metav1.Object {
 		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
 	}
 	return m
+}
+
+// normalize does what kube-apiserver's decoding does beyond JSON: defaulting
+// and the conversion-time normalization of some kinds (Secret stringData).
+// It runs before field management, so managedFields see its result.
+func normalize(k *registry.Kind, obj runtime.Object) {
+	registry.Scheme.Default(obj)
+	if k.NormalizeOnDecode != nil {
+		k.NormalizeOnDecode(obj)
+	}
 }

@@ -54,6 +54,9 @@ func (s *Server) handlePatch(r *request) error {
 	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(cur runtime.Object) (runtime.Object, error) {
 		obj, w, err := s.applyPatch(pt, patch, cur, opts.fieldValidation)
 		warnings = w
+		if err == nil {
+			normalize(r.kind, obj)
+		}
 		return obj, err
 	})
 	if err != nil {
@@ -143,7 +146,6 @@ func (s *Server) decodePatched(gvk schema.GroupVersionKind, patchedJS []byte, st
 }
 
 func finishPatched(obj runtime.Object, strictErrs []error, validation, quoted string) (runtime.Object, []string, error) {
-	registry.Scheme.Default(obj)
 	if len(strictErrs) == 0 || validation == validationIgnore {
 		return obj, nil, nil
 	}

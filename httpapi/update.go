@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
@@ -134,13 +133,20 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	m.SetResourceVersion(om.GetResourceVersion())
 	m.SetGeneration(om.GetGeneration())
 	var errs field.ErrorList
-	if subresource == "status" {
+	switch subresource {
+	case "status":
 		ss, ok := k.Strategy.(registry.StatusStrategy)
 		if !ok {
 			return nil, errNotFoundResource()
 		}
 		ss.PrepareForStatusUpdate(obj, old)
-	} else {
+	case "finalize":
+		fs, ok := k.Strategy.(registry.FinalizeStrategy)
+		if !ok {
+			return nil, errNotFoundResource()
+		}
+		fs.PrepareForFinalize(obj, old)
+	default:
 		k.Strategy.PrepareForUpdate(obj, old)
 	}
 	if m.GetUID() == "" {
@@ -157,14 +163,20 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	if om.GetDeletionGracePeriodSeconds() != nil && m.GetDeletionGracePeriodSeconds() == nil {
 		m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	}
-	errs = append(errs, apivalidation.ValidateObjectMetaAccessorUpdate(m, om, field.NewPath("metadata"))...)
-	if subresource == "status" {
+	errs = append(errs, registry.ValidateGenericUpdate(obj, old, k.Namespaced)...)
+	switch subresource {
+	case "status":
 		errs = append(errs, k.Strategy.(registry.StatusStrategy).ValidateStatusUpdate(obj, old)...)
-	} else {
+	case "finalize":
+		errs = append(errs, k.Strategy.(registry.FinalizeStrategy).ValidateFinalizeUpdate(obj, old)...)
+	default:
 		errs = append(errs, k.Strategy.ValidateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
 		return nil, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), errs)
+	}
+	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
+		c.Canonicalize(obj)
 	}
 	// A write that changes nothing keeps managedFields' times too.
 	if equality.Semantic.DeepEqual(stripManagedTimes(obj), stripManagedTimes(old)) {
@@ -216,6 +228,20 @@ func (s *Server) handleUpdate(r *request) error {
 	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	})
+	if apierrors.IsNotFound(err) && k.AllowCreateOnUpdate && r.ri.Subresource == "" {
+		// Events and Leases are created by PUT, as in kube-apiserver.
+		if accessor(obj).GetResourceVersion() != "" {
+			return s.writeError(c, err)
+		}
+		out, created, cerr := s.createObject(c.Request().Context(), r, obj, manager, opts.dryRun)
+		if cerr != nil {
+			return s.writeError(c, cerr)
+		}
+		if opts.dryRun {
+			return s.writeNew(c, http.StatusCreated, r.rep, k, out)
+		}
+		return s.writeStored(c, http.StatusCreated, r.rep, k, created.Value)
+	}
 	if err != nil {
 		return s.writeError(c, err)
 	}
