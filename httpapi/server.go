@@ -39,6 +39,8 @@ type Config struct {
 	// MaxRequestBodyBytes bounds request bodies
 	// (DefaultMaxRequestBodyBytes when zero).
 	MaxRequestBodyBytes int64
+	// WatchCache bounds the watch cache (store defaults when zero).
+	WatchCache store.WatchCacheConfig
 	// ServerAddress is advertised in /api serverAddressByClientCIDRs
 	// ("127.0.0.1:6443").
 	ServerAddress string
@@ -56,6 +58,11 @@ type Server struct {
 
 	// nsKick wakes the namespace controller.
 	nsKick chan struct{}
+	// watchCache fans committed events out to watch streams.
+	watchCache *store.WatchCache
+	// baseCtx ends when the server closes; watches end with it.
+	baseCtx     context.Context
+	closeServer context.CancelFunc
 
 	wg     sync.WaitGroup
 	cancel context.CancelFunc
@@ -78,7 +85,9 @@ func New(cfg Config) (*Server, error) {
 		codecs:        newCodecs(),
 		fieldManagers: newFieldManagers(),
 		nsKick:        make(chan struct{}, 1),
+		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
 	}
+	s.baseCtx, s.closeServer = context.WithCancel(context.Background())
 	s.echo = s.routes()
 	return s, nil
 }
@@ -109,9 +118,11 @@ func (s *Server) Start(ctx context.Context) error {
 
 // Close ends open watches and stops the background loops, waiting for them.
 func (s *Server) Close(ctx context.Context) error {
+	s.closeServer()
 	if s.cancel != nil {
 		s.cancel()
 	}
+	s.watchCache.Close()
 	s.wg.Wait()
 	return nil
 }

@@ -173,6 +173,14 @@ type Store interface {
 	// resourceVersion) nothing is written and the current object is
 	// returned. ErrNotFound when there is no object at key.
 	GuaranteedUpdate(ctx context.Context, key Key, tryUpdate func(cur Object) ([]byte, error)) (Object, error)
+	// Changes returns change-log events with revision > afterRev, in
+	// revision order, at most limit (0 = no limit). ErrCompacted when
+	// afterRev is older than the compacted revision, ErrFutureRev when it is
+	// newer than the current one.
+	Changes(ctx context.Context, afterRev int64, limit int) ([]Event, error)
+	// Compact deletes change-log entries at or below rev, in bounded
+	// batches; afterwards reads at those revisions fail with ErrCompacted.
+	Compact(ctx context.Context, rev int64) error
 	// Rev returns the current revision (the last committed write).
 	Rev() int64
 	// CompactedRev returns the compacted revision: change-log entries at or
