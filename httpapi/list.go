@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,13 +35,14 @@ func (s *Server) handleGet(r *request) error {
 	c := r.c
 	q := c.Request().URL.Query()
 	var opts metav1.GetOptions
-	if err := metav1.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
+	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
 		return s.writeError(c, apierrors.NewBadRequest(err.Error()))
 	}
 	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
-		rv, err := strconv.ParseInt(opts.ResourceVersion, 10, 64)
-		if err != nil || rv < 0 {
-			return s.writeError(c, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", opts.ResourceVersion)))
+		rv, err := parseResourceVersion(opts.ResourceVersion)
+		if err != nil {
+			// kube-apiserver answers 500 here; bad input is a 400.
+			return s.writeError(c, apierrors.NewBadRequest(err.Error()))
 		}
 		if err := s.waitForRev(c.Request().Context(), rv); err != nil {
 			return s.writeError(c, err)
@@ -203,12 +205,29 @@ func decodeContinue(tok string) (rev int64, namespace, name string, err error) {
 	return t.Rev, namespace, name, nil
 }
 
+// parseResourceVersion parses a resourceVersion parameter, with
+// kube-apiserver's wording for a bad one.
+func parseResourceVersion(rv string) (int64, error) {
+	n, err := strconv.ParseUint(rv, 10, 63)
+	if err != nil {
+		return 0, field.Invalid(field.NewPath("resourceVersion"), rv, err.Error())
+	}
+	return int64(n), nil
+}
+
 // listRevision resolves the resourceVersion semantics of a list: the
 // revision to read at (0 = current) and whether limit applies.
 func (s *Server) listRevision(ctx context.Context, opts *metainternalversion.ListOptions) (rev int64, useLimit bool, err error) {
 	useLimit = opts.Limit > 0
 	if opts.Continue != "" {
-		return 0, useLimit, nil
+		switch opts.ResourceVersion {
+		case "":
+			return 0, useLimit, nil
+		case "0":
+			// Served from the cache in kube-apiserver: the limit is ignored.
+			return 0, false, nil
+		}
+		return 0, false, apierrors.NewBadRequest("specifying resource version is not allowed when using continue")
 	}
 	switch opts.ResourceVersion {
 	case "":
@@ -220,9 +239,9 @@ func (s *Server) listRevision(ctx context.Context, opts *metainternalversion.Lis
 		}
 		return 0, false, nil
 	}
-	n, perr := strconv.ParseInt(opts.ResourceVersion, 10, 64)
-	if perr != nil || n < 0 {
-		return 0, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", opts.ResourceVersion))
+	n, perr := parseResourceVersion(opts.ResourceVersion)
+	if perr != nil {
+		return 0, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %v", perr))
 	}
 	exact := opts.ResourceVersionMatch == metav1.ResourceVersionMatchExact ||
 		(opts.ResourceVersionMatch == "" && useLimit)
@@ -255,7 +274,7 @@ func (s *Server) handleList(r *request) error {
 	if opts.Continue != "" {
 		crev, ns, name, err := decodeContinue(opts.Continue)
 		if err != nil {
-			return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+			return s.writeError(c, apierrors.NewBadRequest("invalid continue token: "+err.Error()))
 		}
 		lo.Rev, lo.AfterNamespace, lo.AfterName = crev, ns, name
 		if crev >= s.cfg.Store.Rev() {

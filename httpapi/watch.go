@@ -168,9 +168,10 @@ func (s *Server) handleWatch(r *request) error {
 }
 
 func parseRV(rv string) (int64, error) {
-	n, err := strconv.ParseInt(rv, 10, 64)
-	if err != nil || n < 0 {
-		return 0, apierrors.NewBadRequest(fmt.Sprintf("invalid resource version: %s", rv))
+	n, err := parseResourceVersion(rv)
+	if err != nil {
+		// kube-apiserver answers 500 here; bad input is a 400.
+		return 0, apierrors.NewBadRequest(err.Error())
 	}
 	return n, nil
 }
