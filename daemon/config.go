@@ -44,6 +44,8 @@ const (
 	// request headers. There is deliberately no write timeout: watches
 	// stay open for many minutes.
 	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes keep-alive connections idle this long.
+	DefaultIdleTimeout = 90 * time.Second
 	// DefaultShutdownTimeout bounds the graceful part of shutdown (in-flight
 	// requests); after it, connections are closed. The systemd unit's
 	// TimeoutStopSec must be longer.

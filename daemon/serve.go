@@ -137,6 +137,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	d.srv = &http.Server{
 		Handler:           d.handler(d.api.Handler()),
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		IdleTimeout:       DefaultIdleTimeout,
 		// No ReadTimeout or WriteTimeout: watches stream for minutes.
 		ErrorLog: mustStdLog(log.Named("http")),
 	}
