@@ -140,7 +140,7 @@ func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, 
 		m := accessor(obj)
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != m.GetUID() {
-				return deleteResult{}, apierrors.NewConflict(gr, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.GetUID()))
+				return deleteResult{}, apierrors.NewConflict(schema.GroupResource{Resource: k.GVK.Kind}, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.GetUID()))
 			}
 			if p.ResourceVersion != nil && *p.ResourceVersion != m.GetResourceVersion() {
 				return deleteResult{}, apierrors.NewConflict(schema.GroupResource{Resource: k.GVK.Kind}, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, m.GetResourceVersion()))
