@@ -135,9 +135,9 @@ func (db *DB) resumeCompaction(ctx context.Context, finished int64) {
 		return
 	}
 	db.log.Info("resuming compaction", zap.Int64("rev", rev), zap.Int64("finished_rev", finished))
-	db.wg.Add(1)
+	db.bg.Add(1)
 	go func() {
-		defer db.wg.Done()
+		defer db.bg.Done()
 		err := db.finishCompaction(ctx, rev)
 		if err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, context.Canceled) {
 			db.log.Error("resume compaction", zap.Int64("rev", rev), zap.Error(err))

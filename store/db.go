@@ -108,7 +108,8 @@ type DB struct {
 
 	stats      stats
 	bgCancel   context.CancelFunc
-	wg         sync.WaitGroup // the writer and background compaction
+	wg         sync.WaitGroup // the writer goroutine
+	bg         sync.WaitGroup // background compaction
 	closeOnce  sync.Once
 	closeErr   error
 	writerDone chan struct{}
@@ -344,6 +345,7 @@ func (db *DB) Stats() Stats {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.bgCancel()
+		db.bg.Wait()
 		db.closeMu.Lock()
 		db.closed = true
 		db.isClosed.Store(true)

@@ -1,0 +1,274 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// names lists the keys of objs as "ns/name".
+func names(objs []Object) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.Key.Namespace + "/" + o.Key.Name
+	}
+	return out
+}
+
+func TestDB_Get(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	if _, err := db.Get(ctx, key("ns", "a")); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(missing) error = %v, want ErrNotFound", err)
+	}
+	want := mustCreate(t, db, key("ns", "a"), "1")
+	// Same name, other resource: not the same object.
+	if _, err := db.Get(ctx, Key{Resource: "secrets", Namespace: "ns", Name: "a"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(other resource) error = %v, want ErrNotFound", err)
+	}
+	got, err := db.Get(ctx, key("ns", "a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Key != want.Key || got.ModRev != want.ModRev || !bytes.Equal(got.Value, want.Value) {
+		t.Errorf("Get() = %+v, want %+v", got, want)
+	}
+}
+
+func TestDB_List(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	var all []string
+	for _, ns := range []string{"a", "b", "c"} {
+		for _, name := range []string{"x1", "x2", "y1", "y2"} {
+			mustCreate(t, db, key(ns, name), "")
+			all = append(all, ns+"/"+name)
+		}
+	}
+	// Another resource, interleaved in key order, must never show up.
+	for _, ns := range []string{"a", "b", "d"} {
+		if _, err := db.Create(ctx, Key{Resource: "secrets", Namespace: ns, Name: "x1"}, "u", obj(ns, "x1", "")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rev := db.Rev()
+	isX := func(o *Object) bool { return strings.HasPrefix(o.Key.Name, "x") }
+
+	tests := []struct {
+		name          string
+		opts          ListOptions
+		want          []string
+		more          bool
+		remaining     int64
+		wantCountRows bool
+	}{
+		{name: "all", opts: ListOptions{}, want: all},
+		{name: "namespace", opts: ListOptions{Namespace: "b"}, want: all[4:8]},
+		{name: "missing namespace", opts: ListOptions{Namespace: "zz"}, want: nil},
+		{name: "limit", opts: ListOptions{Limit: 5}, want: all[:5], more: true, remaining: 7},
+		{name: "limit exact", opts: ListOptions{Limit: 12}, want: all},
+		{name: "after", opts: ListOptions{AfterNamespace: "a", AfterName: "y2"}, want: all[4:]},
+		{name: "after mid", opts: ListOptions{AfterNamespace: "b", AfterName: "x2", Limit: 2}, want: all[6:8], more: true, remaining: 4},
+		{name: "after missing key", opts: ListOptions{AfterNamespace: "b", AfterName: "x3"}, want: all[6:]},
+		{name: "namespace after", opts: ListOptions{Namespace: "b", AfterNamespace: "b", AfterName: "x2"}, want: all[6:8]},
+		{name: "namespace after earlier namespace", opts: ListOptions{Namespace: "b", AfterNamespace: "a", AfterName: "zz"}, want: all[4:8]},
+		{name: "namespace after later namespace", opts: ListOptions{Namespace: "b", AfterNamespace: "c", AfterName: "a"}, want: nil},
+		{name: "namespace limit", opts: ListOptions{Namespace: "c", Limit: 1}, want: all[8:9], more: true, remaining: 3},
+		{name: "filter", opts: ListOptions{Filter: isX}, want: []string{"a/x1", "a/x2", "b/x1", "b/x2", "c/x1", "c/x2"}},
+		{name: "filter limit", opts: ListOptions{Filter: isX, Limit: 3}, want: []string{"a/x1", "a/x2", "b/x1"}, more: true, remaining: -1},
+		// c/x2 passes and is last: nothing after it passes, so no more.
+		{name: "filter limit at last match", opts: ListOptions{Filter: isX, Limit: 6}, want: []string{"a/x1", "a/x2", "b/x1", "b/x2", "c/x1", "c/x2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.Resource = "configmaps"
+			res, err := db.List(ctx, tt.opts)
+			if err != nil {
+				t.Fatalf("List() error = %v", err)
+			}
+			if got := names(res.Objects); fmt.Sprint(got) != fmt.Sprint(tt.want) && !(len(got) == 0 && len(tt.want) == 0) {
+				t.Errorf("List() = %v, want %v", got, tt.want)
+			}
+			if res.More != tt.more || res.Remaining != tt.remaining || res.Rev != rev {
+				t.Errorf("List() more=%v remaining=%d rev=%d, want %v %d %d", res.More, res.Remaining, res.Rev, tt.more, tt.remaining, rev)
+			}
+			for _, o := range res.Objects {
+				wantStamped(t, o)
+			}
+		})
+	}
+
+	t.Run("paging", func(t *testing.T) {
+		for _, limit := range []int{1, 2, 5, 11, 12, 13} {
+			var got []string
+			opts := ListOptions{Resource: "configmaps", Limit: limit}
+			for page := 0; ; page++ {
+				res, err := db.List(ctx, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = append(got, names(res.Objects)...)
+				if want := int64(len(all) - len(got)); res.Remaining != want {
+					t.Errorf("limit %d page %d: Remaining = %d, want %d", limit, page, res.Remaining, want)
+				}
+				if !res.More {
+					break
+				}
+				last := res.Objects[len(res.Objects)-1].Key
+				opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
+			}
+			if fmt.Sprint(got) != fmt.Sprint(all) {
+				t.Errorf("limit %d: pages = %v, want %v", limit, got, all)
+			}
+		}
+	})
+
+	t.Run("future revision", func(t *testing.T) {
+		if _, err := db.List(ctx, ListOptions{Resource: "configmaps", Rev: rev + 1}); !errors.Is(err, ErrFutureRev) {
+			t.Errorf("List() error = %v, want ErrFutureRev", err)
+		}
+	})
+}
+
+func TestDB_ListSnapshot(t *testing.T) {
+	// Writers create one object per revision: a consistent list at
+	// revision R holds exactly the R objects with ModRev <= R.
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	var (
+		wg   sync.WaitGroup
+		stop atomic.Bool
+		next atomic.Int64
+	)
+	for range 4 {
+		wg.Go(func() {
+			for !stop.Load() {
+				n := next.Add(1)
+				k := key(fmt.Sprintf("ns%d", n%3), fmt.Sprintf("o%06d", n))
+				if _, err := db.Create(ctx, k, "u", obj(k.Namespace, k.Name, "")); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	for i := 0; i < 50 || db.Rev() < 200; i++ {
+		res, err := db.List(ctx, ListOptions{Resource: "configmaps"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(res.Objects)) != res.Rev {
+			t.Fatalf("List() at rev %d returned %d objects, want %d", res.Rev, len(res.Objects), res.Rev)
+		}
+		for _, o := range res.Objects {
+			if o.ModRev > res.Rev {
+				t.Fatalf("List() at rev %d returned %v at rev %d", res.Rev, o.Key, o.ModRev)
+			}
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+}
+
+// snapshot is what a list returned, in comparable form.
+func snapshot(objs []Object) string {
+	var b strings.Builder
+	for _, o := range objs {
+		fmt.Fprintf(&b, "%s/%s uid=%s c=%d m=%d %s\n", o.Key.Namespace, o.Key.Name, o.UID, o.CreateRev, o.ModRev, o.Value)
+	}
+	return b.String()
+}
+
+func TestDB_ListPast(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+
+	// A random history of creates, updates, deletes and re-creates over
+	// a few keys in two namespaces, remembering the list at every revision.
+	type want struct{ all, ns1 string }
+	at := map[int64]want{0: {}}
+	live := map[Key]bool{}
+	for i := 0; i < 150; i++ {
+		k := key(fmt.Sprintf("ns%d", rng.IntN(2)), fmt.Sprintf("k%d", rng.IntN(8)))
+		var err error
+		switch {
+		case !live[k]:
+			_, err = db.Create(ctx, k, fmt.Sprintf("uid-%d", i), obj(k.Namespace, k.Name, fmt.Sprint(i)))
+			live[k] = true
+		case rng.IntN(3) == 0:
+			_, err = db.Delete(ctx, k, Preconditions{})
+			live[k] = false
+		default:
+			_, err = db.Update(ctx, k, Preconditions{}, obj(k.Namespace, k.Name, fmt.Sprint(i)))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := db.List(ctx, ListOptions{Resource: "configmaps"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns1, err := db.List(ctx, ListOptions{Resource: "configmaps", Namespace: "ns1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		at[all.Rev] = want{snapshot(all.Objects), snapshot(ns1.Objects)}
+	}
+	// Objects of another resource changing later must not leak in.
+	if _, err := db.Create(ctx, Key{Resource: "secrets", Namespace: "ns0", Name: "k0"}, "u", obj("ns0", "k0", "")); err != nil {
+		t.Fatal(err)
+	}
+
+	for rev := int64(0); rev <= db.Rev()-1; rev++ {
+		w, ok := at[rev]
+		if !ok {
+			t.Fatalf("no list recorded at rev %d", rev)
+		}
+		if rev == 0 {
+			continue // Rev 0 means "current"
+		}
+		res, err := db.List(ctx, ListOptions{Resource: "configmaps", Rev: rev})
+		if err != nil {
+			t.Fatalf("List(rev %d) error = %v", rev, err)
+		}
+		if got := snapshot(res.Objects); got != w.all || res.Rev != rev {
+			t.Fatalf("List(rev %d) = rev %d\n%s\nwant\n%s", rev, res.Rev, got, w.all)
+		}
+		res, err = db.List(ctx, ListOptions{Resource: "configmaps", Namespace: "ns1", Rev: rev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := snapshot(res.Objects); got != w.ns1 {
+			t.Fatalf("List(ns1, rev %d) =\n%s\nwant\n%s", rev, got, w.ns1)
+		}
+
+		// Paged, two at a time, at the same revision.
+		var paged []Object
+		opts := ListOptions{Resource: "configmaps", Rev: rev, Limit: 2}
+		for {
+			res, err := db.List(ctx, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			paged = append(paged, res.Objects...)
+			if want := int64(strings.Count(w.all, "\n") - len(paged)); res.More && res.Remaining != want {
+				t.Fatalf("List(rev %d, paged) Remaining = %d, want %d", rev, res.Remaining, want)
+			}
+			if !res.More {
+				break
+			}
+			last := res.Objects[len(res.Objects)-1].Key
+			opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
+		}
+		if got := snapshot(paged); got != w.all {
+			t.Fatalf("List(rev %d, paged) =\n%s\nwant\n%s", rev, got, w.all)
+		}
+	}
+}
