@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
+	"sync"
 	"errors"
 	"fmt"
 	"time"
@@ -57,22 +59,76 @@ func (s *Server) ensureBootstrapNamespaces(ctx context.Context) error {
 	return nil
 }
 
+// namespaceStates mirrors which namespaces exist and which are
+// terminating, kept current by the commit path (Subscribe runs before
+// writers are answered, so a create that follows an acknowledged namespace
+// write always sees it).
+type namespaceStates struct {
+	// mu guards terminating.
+	mu sync.RWMutex
+	// terminating maps each existing namespace to whether it has a
+	// deletionTimestamp.
+	terminating map[string]bool
+}
+
+// observe applies committed namespace events.
+func (n *namespaceStates) observe(events []store.Event) {
+	for i := range events {
+		ev := &events[i]
+		if ev.Object.Key.Resource != "namespaces" {
+			continue
+		}
+		n.mu.Lock()
+		if ev.Type == store.Deleted {
+			delete(n.terminating, ev.Object.Key.Name)
+		} else {
+			n.terminating[ev.Object.Key.Name] = hasDeletionTimestamp(ev.Object.Value)
+		}
+		n.mu.Unlock()
+	}
+}
+
+func (n *namespaceStates) get(name string) (exists, terminating bool) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	t, ok := n.terminating[name]
+	return ok, t
+}
+
+func hasDeletionTimestamp(value []byte) bool {
+	var m struct {
+		Metadata struct {
+			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	return json.Unmarshal(value, &m) == nil && m.Metadata.DeletionTimestamp != nil
+}
+
+// loadNamespaces fills the namespace states from the store. Called once,
+// after subscribing, so no event is missed.
+func (s *Server) loadNamespaces(ctx context.Context) error {
+	res, err := s.cfg.Store.List(ctx, store.ListOptions{Resource: "namespaces"})
+	if err != nil {
+		return fmt.Errorf("list namespaces: %w", err)
+	}
+	s.namespaces.mu.Lock()
+	defer s.namespaces.mu.Unlock()
+	for _, o := range res.Objects {
+		if _, seen := s.namespaces.terminating[o.Key.Name]; !seen {
+			s.namespaces.terminating[o.Key.Name] = hasDeletionTimestamp(o.Value)
+		}
+	}
+	return nil
+}
+
 // namespaceAcceptsCreate refuses creates in a missing (404) or terminating
 // (403) namespace, with kube-apiserver's wording.
 func (s *Server) namespaceAcceptsCreate(ctx context.Context, k *registry.Kind, m metav1.Object) error {
-	nk := s.namespaceKind()
-	o, err := s.cfg.Store.Get(ctx, s.key(nk, "", m.GetNamespace()))
-	if errors.Is(err, store.ErrNotFound) {
+	exists, terminating := s.namespaces.get(m.GetNamespace())
+	if !exists {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, m.GetNamespace())
 	}
-	if err != nil {
-		return storeError(err, schema.GroupResource{Resource: "namespaces"}, m.GetNamespace())
-	}
-	obj, err := decodeStored(nk, o.Value)
-	if err != nil {
-		return apierrors.NewInternalError(err)
-	}
-	if accessor(obj).GetDeletionTimestamp() != nil {
+	if terminating {
 		name := m.GetName()
 		if name == "" {
 			name = m.GetGenerateName()

@@ -58,6 +58,9 @@ type Server struct {
 
 	// nsKick wakes the namespace controller.
 	nsKick chan struct{}
+	// namespaces mirrors namespace existence for create admission.
+	namespaces namespaceStates
+	unsubscribeNamespaces func()
 	// watchCache fans committed events out to watch streams.
 	watchCache *store.WatchCache
 	// baseCtx ends when the server closes; watches end with it.
@@ -88,6 +91,8 @@ func New(cfg Config) (*Server, error) {
 		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
 	}
 	s.baseCtx, s.closeServer = context.WithCancel(context.Background())
+	s.namespaces.terminating = make(map[string]bool)
+	s.unsubscribeNamespaces = cfg.Store.Subscribe(s.namespaces.observe)
 	s.echo = s.routes()
 	return s, nil
 }
@@ -98,6 +103,9 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // Start creates the system namespaces if missing and runs the background
 // loops (namespace finalization, Event expiry) until Close or ctx ends.
 func (s *Server) Start(ctx context.Context) error {
+	if err := s.loadNamespaces(ctx); err != nil {
+		return fmt.Errorf("start api server: %w", err)
+	}
 	if err := s.ensureBootstrapNamespaces(ctx); err != nil {
 		return fmt.Errorf("start api server: %w", err)
 	}
@@ -123,6 +131,7 @@ func (s *Server) Close(ctx context.Context) error {
 		s.cancel()
 	}
 	s.watchCache.Close()
+	s.unsubscribeNamespaces()
 	s.wg.Wait()
 	return nil
 }
