@@ -30,7 +30,7 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 	}
 	patchObj := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	if err := yaml.Unmarshal(body, &patchObj.Object); err != nil {
-		return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+		return s.writeError(c, apierrors.NewBadRequest("error decoding YAML: "+err.Error()))
 	}
 	if patchObj.Object == nil {
 		patchObj.Object = map[string]interface{}{}

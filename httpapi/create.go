@@ -139,6 +139,10 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 		c.Canonicalize(obj)
 	}
 	if dryRun {
+		// A dry run still reports a name that is taken.
+		if _, err := s.cfg.Store.Get(ctx, s.key(k, m.GetNamespace(), m.GetName())); err == nil {
+			return nil, store.Object{}, apierrors.NewAlreadyExists(schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}, m.GetName())
+		}
 		return obj, store.Object{}, nil
 	}
 	gr := schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}

@@ -131,10 +131,16 @@ func encodeStorage(k *registry.Kind, obj runtime.Object) ([]byte, error) {
 			return nil, fmt.Errorf("convert to storage version: %w", err)
 		}
 	}
+	// kind, apiVersion and resourceVersion are left out: the first two are
+	// spliced in on the way out, the store stamps the last.
 	ok := obj.GetObjectKind()
 	gvk := ok.GroupVersionKind()
 	ok.SetGroupVersionKind(schema.GroupVersionKind{})
+	m := accessor(obj)
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
 	b, err := json.Marshal(obj)
+	m.SetResourceVersion(rv)
 	ok.SetGroupVersionKind(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("encode object: %w", err)

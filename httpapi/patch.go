@@ -16,19 +16,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 
+	"github.com/edgeapi/edgeapi/httpapi/internal/handlers"
 	"github.com/edgeapi/edgeapi/registry"
 )
 
 // maxJSONPatchOperations is kube-apiserver's cap on JSON patch operations.
 const maxJSONPatchOperations = 10000
 
-// jsonPatchOp is the shape of one RFC 6902 operation, for strict decoding.
-type jsonPatchOp struct {
-	Op    string      `json:"op"`
-	Path  string      `json:"path"`
-	From  string      `json:"from"`
-	Value interface{} `json:"value"`
-}
 
 func (s *Server) handlePatch(r *request) error {
 	c := r.c
@@ -81,14 +75,11 @@ func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object
 	switch pt {
 	case types.JSONPatchType:
 		if checkUnknown {
-			var v []jsonPatchOp
-			errs, err := kjson.UnmarshalStrict(patch, &v)
+			errs, err := handlers.StrictJSONPatchErrors(patch)
 			if err != nil {
 				return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("error decoding patch: %v", err))
 			}
-			for _, e := range errs {
-				strictErrs = append(strictErrs, fmt.Errorf("json patch %v", e))
-			}
+			strictErrs = errs
 		}
 		ops, err := jsonpatch.DecodePatch(patch)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // Handlers return objects or JSON bytes; these functions are the only ones
@@ -110,6 +112,14 @@ func (s *Server) writeNew(c echo.Context, code int, rep representation, k *regis
 	value, err := encodeStorage(k, obj)
 	if err != nil {
 		return s.writeError(c, err)
+	}
+	if rv := accessor(obj).GetResourceVersion(); rv != "" {
+		// A dry-run update answers with the stored resourceVersion.
+		if n, perr := strconv.ParseInt(rv, 10, 64); perr == nil {
+			if value, err = store.StampRevision(value, n); err != nil {
+				return s.writeError(c, err)
+			}
+		}
 	}
 	return s.writeStored(c, code, rep, k, value)
 }

@@ -92,6 +92,16 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 			if derr != nil {
 				return res, storeError(derr, gr, r.ri.Name)
 			}
+			// The answer is the object as updated, with the resourceVersion
+			// it had before the delete, as kube-apiserver answers.
+			value, err := encodeStorage(k, res.obj)
+			if err != nil {
+				return res, apierrors.NewInternalError(err)
+			}
+			if value, err = store.StampRevision(value, cur.ModRev); err != nil {
+				return res, apierrors.NewInternalError(err)
+			}
+			del.Value = value
 			res.stored, res.deleted = del, true
 			return res, nil
 		}
@@ -119,6 +129,9 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	m, om := accessor(obj), accessor(old)
 	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
 		return nil, err
+	}
+	if m.GetName() == "" {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", r.ri.Name))
 	}
 	if m.GetName() != r.ri.Name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), r.ri.Name))
