@@ -23,7 +23,6 @@ import (
 // maxJSONPatchOperations is kube-apiserver's cap on JSON patch operations.
 const maxJSONPatchOperations = 10000
 
-
 func (s *Server) handlePatch(r *request) error {
 	c := r.c
 	opts, err := parseWriteOptions(c.Request().URL.Query(), "PatchOptions")

@@ -59,7 +59,7 @@ type Server struct {
 	// nsKick wakes the namespace controller.
 	nsKick chan struct{}
 	// namespaces mirrors namespace existence for create admission.
-	namespaces namespaceStates
+	namespaces            namespaceStates
 	unsubscribeNamespaces func()
 	// watchCache fans committed events out to watch streams.
 	watchCache *store.WatchCache

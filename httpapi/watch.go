@@ -318,4 +318,3 @@ func (s *Server) healthDetails() []string {
 	}
 	return out
 }
-
