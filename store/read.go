@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // This file is the read API. Reads go through the read pool, never through
@@ -23,15 +24,21 @@ const sqlReadRevs = `SELECT
 // List queries: objects of one resource after a position, at or below a
 // revision, in key order. LIMIT -1 is no limit.
 const (
-	sqlListAll = `SELECT namespace, name, uid, create_rev, mod_rev, value FROM objects
+	sqlListAll = `SELECT namespace || char(0) || name || char(0) || uid, create_rev, mod_rev, value FROM objects
 WHERE resource = ? AND (namespace, name) > (?, ?) AND mod_rev <= ?
 ORDER BY namespace, name LIMIT ?`
-	sqlListNamespace = `SELECT namespace, name, uid, create_rev, mod_rev, value FROM objects
+	sqlListNamespace = `SELECT namespace || char(0) || name || char(0) || uid, create_rev, mod_rev, value FROM objects
 WHERE resource = ? AND namespace = ? AND name > ? AND mod_rev <= ?
 ORDER BY name LIMIT ?`
+	// At the current revision every row qualifies and the count reads the
+	// primary key's index alone; at a past one it reads the rows.
 	sqlCountAll = `SELECT COUNT(*) FROM objects
-WHERE resource = ? AND (namespace, name) > (?, ?) AND mod_rev <= ?`
+WHERE resource = ? AND (namespace, name) > (?, ?)`
 	sqlCountNamespace = `SELECT COUNT(*) FROM objects
+WHERE resource = ? AND namespace = ? AND name > ?`
+	sqlCountAllPast = `SELECT COUNT(*) FROM objects
+WHERE resource = ? AND (namespace, name) > (?, ?) AND mod_rev <= ?`
+	sqlCountNamespacePast = `SELECT COUNT(*) FROM objects
 WHERE resource = ? AND namespace = ? AND name > ? AND mod_rev <= ?`
 )
 
@@ -142,10 +149,15 @@ func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
 	default:
 		last := res.Objects[len(res.Objects)-1].Key
 		var n int64
-		if opts.Namespace != "" {
-			err = tx.QueryRowContext(ctx, sqlCountNamespace, opts.Resource, opts.Namespace, last.Name, rev).Scan(&n)
-		} else {
-			err = tx.QueryRowContext(ctx, sqlCountAll, opts.Resource, last.Namespace, last.Name, rev).Scan(&n)
+		switch {
+		case opts.Namespace != "" && rev == cur:
+			err = tx.QueryRowContext(ctx, sqlCountNamespace, opts.Resource, opts.Namespace, last.Name).Scan(&n)
+		case opts.Namespace != "":
+			err = tx.QueryRowContext(ctx, sqlCountNamespacePast, opts.Resource, opts.Namespace, last.Name, rev).Scan(&n)
+		case rev == cur:
+			err = tx.QueryRowContext(ctx, sqlCountAll, opts.Resource, last.Namespace, last.Name).Scan(&n)
+		default:
+			err = tx.QueryRowContext(ctx, sqlCountAllPast, opts.Resource, last.Namespace, last.Name, rev).Scan(&n)
 		}
 		if err != nil {
 			return ListResult{}, translate("count objects", err)
@@ -181,7 +193,14 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, err
 		if !haveR {
 			return rows.Err()
 		}
-		return rows.Scan(&row.Key.Namespace, &row.Key.Name, &row.UID, &row.CreateRev, &row.ModRev, &raw)
+		var packed string
+		if err := rows.Scan(&packed, &row.CreateRev, &row.ModRev, &raw); err != nil {
+			return err
+		}
+		i := strings.IndexByte(packed, 0)
+		j := i + 1 + strings.IndexByte(packed[i+1:], 0)
+		row.Key.Namespace, row.Key.Name, row.UID = packed[:i], packed[i+1:j], packed[j+1:]
+		return nil
 	}
 	if err := nextRow(); err != nil {
 		return res, err
