@@ -110,7 +110,11 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("start api server: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(2)
+	s.wg.Add(3)
+	go func() {
+		defer s.wg.Done()
+		newGarbageCollector(s).run(ctx)
+	}()
 	go func() {
 		defer s.wg.Done()
 		s.runNamespaceController(ctx)

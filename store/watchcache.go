@@ -167,8 +167,8 @@ func (c *WatchCache) Stats() (events, bytes, watchers int) {
 	return c.n, c.bytes, len(c.watchers)
 }
 
-// Watch returns a watcher of resource (in namespace, or all namespaces when
-// empty) that delivers every event with revision > afterRev, in order. A
+// Watch returns a watcher of resource (every resource when empty) in
+// namespace (all namespaces when empty) that delivers every event with revision > afterRev, in order. A
 // revision newer than the store's is waited for. ErrCompacted when
 // afterRev is older than the compacted revision.
 func (c *WatchCache) Watch(ctx context.Context, resource, namespace string, afterRev int64) (*Watcher, error) {
@@ -223,7 +223,7 @@ type Watcher struct {
 
 func (w *Watcher) wants(ev *CachedEvent) bool {
 	k := ev.Object.Key
-	return k.Resource == w.resource && (w.namespace == "" || k.Namespace == w.namespace)
+	return (w.resource == "" || k.Resource == w.resource) && (w.namespace == "" || k.Namespace == w.namespace)
 }
 
 // tryJoin registers the watcher with the cache if everything after w.after

@@ -1,0 +1,493 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// The garbage collector does what kube-controller-manager's does, for the
+// kinds edgeapi serves: dependents of a deleted owner are deleted
+// (Background), or deleted before the owner goes (Foreground, the
+// foregroundDeletion finalizer), or released (Orphan, the orphan
+// finalizer). It is driven by its own watch of every resource, and on start
+// (and whenever its watch falls behind) it rescans, so it picks up work
+// left half-done by a restart.
+
+// gcResyncInterval is how often the collector rescans even without
+// events. A var so tests can shorten it.
+var gcResyncInterval = time.Minute
+
+// gcMeta is the part of an object the collector reads.
+type gcMeta struct {
+	Metadata struct {
+		Name              string                  `json:"name"`
+		Namespace         string                  `json:"namespace"`
+		UID               types.UID               `json:"uid"`
+		DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
+		Finalizers        []string                `json:"finalizers"`
+		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
+	} `json:"metadata"`
+}
+
+func parseGCMeta(value []byte) (*gcMeta, error) {
+	var m gcMeta
+	if err := json.Unmarshal(value, &m); err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// garbageCollector keeps an index from owner UID to dependents.
+type garbageCollector struct {
+	s *Server
+
+	// mu guards dependents and ownersOf.
+	mu         sync.Mutex
+	dependents map[types.UID]map[store.Key]struct{}
+	ownersOf   map[store.Key][]types.UID
+}
+
+func newGarbageCollector(s *Server) *garbageCollector {
+	return &garbageCollector{s: s, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}}
+}
+
+// index records key's owner references (none when refs is empty).
+func (gc *garbageCollector) index(key store.Key, refs []metav1.OwnerReference) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	for _, uid := range gc.ownersOf[key] {
+		if deps := gc.dependents[uid]; deps != nil {
+			delete(deps, key)
+			if len(deps) == 0 {
+				delete(gc.dependents, uid)
+			}
+		}
+	}
+	delete(gc.ownersOf, key)
+	if len(refs) == 0 {
+		return
+	}
+	uids := make([]types.UID, 0, len(refs))
+	for _, r := range refs {
+		uids = append(uids, r.UID)
+		deps := gc.dependents[r.UID]
+		if deps == nil {
+			deps = map[store.Key]struct{}{}
+			gc.dependents[r.UID] = deps
+		}
+		deps[key] = struct{}{}
+	}
+	gc.ownersOf[key] = uids
+}
+
+func (gc *garbageCollector) dependentsOf(uid types.UID) []store.Key {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	out := make([]store.Key, 0, len(gc.dependents[uid]))
+	for k := range gc.dependents[uid] {
+		out = append(out, k)
+	}
+	return out
+}
+
+// kindsByStorage maps storage resources to one served kind each, for the
+// kinds the collector handles.
+func (gc *garbageCollector) kindsByStorage() map[string]*registry.Kind {
+	out := map[string]*registry.Kind{}
+	for _, k := range gc.s.cfg.Registry.Kinds() {
+		if _, ok := out[k.StorageResource]; ok {
+			continue
+		}
+		if k.FromStorage != nil {
+			continue // served in another version; the storage version's kind covers it
+		}
+		out[k.StorageResource] = k
+	}
+	return out
+}
+
+// run processes events until ctx ends.
+func (gc *garbageCollector) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		rev := gc.s.cfg.Store.Rev()
+		w, err := gc.s.watchCache.Watch(ctx, "", "", rev)
+		if err != nil {
+			gc.s.log.Sugar().Warnw("garbage collector watch", "error", err)
+			sleepCtx(ctx, time.Second)
+			continue
+		}
+		if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
+			gc.s.log.Sugar().Warnw("garbage collector resync", "error", err)
+		}
+		gc.follow(ctx, w)
+		w.Stop()
+	}
+}
+
+// follow handles watch events until the watch ends; a periodic resync
+// retries work that failed.
+func (gc *garbageCollector) follow(ctx context.Context, w *store.Watcher) {
+	events := make(chan *store.CachedEvent)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(events)
+		for {
+			ev, err := w.Next(wctx)
+			if err != nil {
+				return
+			}
+			select {
+			case events <- ev:
+			case <-wctx.Done():
+				return
+			}
+		}
+	}()
+	t := time.NewTicker(gcResyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			gc.handle(ctx, &ev.Event)
+		case <-t.C:
+			if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
+				gc.s.log.Sugar().Warnw("garbage collector resync", "error", err)
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// resync rebuilds the index from the store and processes every object
+// that needs the collector.
+func (gc *garbageCollector) resync(ctx context.Context) error {
+	kinds := gc.kindsByStorage()
+	type item struct {
+		k   *registry.Kind
+		key store.Key
+		m   *gcMeta
+	}
+	var todo []item
+	for res, k := range kinds {
+		list, err := gc.s.cfg.Store.List(ctx, store.ListOptions{Resource: res})
+		if err != nil {
+			return err
+		}
+		for _, o := range list.Objects {
+			m, err := parseGCMeta(o.Value)
+			if err != nil {
+				continue
+			}
+			gc.index(o.Key, m.Metadata.OwnerReferences)
+			if len(m.Metadata.OwnerReferences) > 0 || (m.Metadata.DeletionTimestamp != nil && gcFinalizer(m.Metadata.Finalizers) != "") {
+				todo = append(todo, item{k, o.Key, m})
+			}
+		}
+	}
+	for _, it := range todo {
+		gc.processObject(ctx, it.k, it.key, it.m)
+	}
+	return nil
+}
+
+func gcFinalizer(finalizers []string) string {
+	for _, f := range finalizers {
+		if f == finalizerOrphan || f == finalizerForeground {
+			return f
+		}
+	}
+	return ""
+}
+
+// handle reacts to one committed event.
+func (gc *garbageCollector) handle(ctx context.Context, ev *store.Event) {
+	kinds := gc.kindsByStorage()
+	k := kinds[ev.Object.Key.Resource]
+	if k == nil {
+		return
+	}
+	m, err := parseGCMeta(ev.Object.Value)
+	if err != nil {
+		return
+	}
+	if ev.Type == store.Deleted {
+		gc.index(ev.Object.Key, nil)
+		// Dependents of a deleted owner lose it.
+		for _, dep := range gc.dependentsOf(m.Metadata.UID) {
+			if dk := kinds[dep.Resource]; dk != nil {
+				gc.processDependent(ctx, dk, dep)
+			}
+		}
+		// An owner in foreground deletion may be waiting for this one.
+		for _, ref := range m.Metadata.OwnerReferences {
+			gc.processOwnerRef(ctx, kinds, ev.Object.Key.Namespace, ref)
+		}
+		return
+	}
+	gc.index(ev.Object.Key, m.Metadata.OwnerReferences)
+	gc.processObject(ctx, k, ev.Object.Key, m)
+}
+
+// processObject handles an object's own deletion finalizers and its
+// references to owners.
+func (gc *garbageCollector) processObject(ctx context.Context, k *registry.Kind, key store.Key, m *gcMeta) {
+	if m.Metadata.DeletionTimestamp != nil {
+		switch gcFinalizer(m.Metadata.Finalizers) {
+		case finalizerOrphan:
+			gc.orphanDependents(ctx, k, key, m.Metadata.UID)
+			return
+		case finalizerForeground:
+			gc.deleteDependentsForeground(ctx, k, key, m.Metadata.UID)
+			return
+		}
+	}
+	if len(m.Metadata.OwnerReferences) > 0 {
+		gc.processDependent(ctx, k, key)
+	}
+}
+
+// processOwnerRef re-examines the owner named by ref (a dependent of it
+// was deleted), if it is in foreground deletion.
+func (gc *garbageCollector) processOwnerRef(ctx context.Context, kinds map[string]*registry.Kind, namespace string, ref metav1.OwnerReference) {
+	ok := gc.ownerKind(ref)
+	if ok == nil {
+		return
+	}
+	key := gc.s.key(ok, namespace, ref.Name)
+	o, err := gc.s.cfg.Store.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	m, err := parseGCMeta(o.Value)
+	if err != nil || m.Metadata.UID != ref.UID {
+		return
+	}
+	gc.processObject(ctx, ok, key, m)
+}
+
+// ownerKind resolves an owner reference to a served kind, or nil.
+func (gc *garbageCollector) ownerKind(ref metav1.OwnerReference) *registry.Kind {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil
+	}
+	for _, k := range gc.s.cfg.Registry.Kinds() {
+		if k.GVK.GroupVersion() == gv && k.GVK.Kind == ref.Kind {
+			return k
+		}
+	}
+	return nil
+}
+
+// ownerState reports whether the owner named by ref exists (same UID) and
+// whether it is being deleted in the foreground. resolvable is false for
+// owners of kinds edgeapi does not serve: those are never acted on.
+func (gc *garbageCollector) ownerState(ctx context.Context, namespace string, ref metav1.OwnerReference) (resolvable, exists, foreground bool) {
+	ok := gc.ownerKind(ref)
+	if ok == nil {
+		return false, false, false
+	}
+	if !ok.Namespaced {
+		namespace = ""
+	}
+	o, err := gc.s.cfg.Store.Get(ctx, gc.s.key(ok, namespace, ref.Name))
+	if errors.Is(err, store.ErrNotFound) {
+		return true, false, false
+	}
+	if err != nil {
+		return false, false, false
+	}
+	m, err := parseGCMeta(o.Value)
+	if err != nil || m.Metadata.UID != ref.UID {
+		return true, false, false
+	}
+	return true, true, m.Metadata.DeletionTimestamp != nil && hasString(m.Metadata.Finalizers, finalizerForeground)
+}
+
+// processDependent deletes a dependent whose owners are all gone, or
+// drops its references to owners that are gone while others remain.
+func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Kind, key store.Key) {
+	o, err := gc.s.cfg.Store.Get(ctx, key)
+	if err != nil {
+		return
+	}
+	m, err := parseGCMeta(o.Value)
+	if err != nil || len(m.Metadata.OwnerReferences) == 0 {
+		return
+	}
+	var dangling []types.UID
+	live, foregroundOwner := 0, false
+	for _, ref := range m.Metadata.OwnerReferences {
+		resolvable, exists, fg := gc.ownerState(ctx, key.Namespace, ref)
+		switch {
+		case !resolvable:
+			live++
+		case exists:
+			live++
+			foregroundOwner = foregroundOwner || fg
+		default:
+			dangling = append(dangling, ref.UID)
+		}
+	}
+	if len(dangling) == 0 && !foregroundOwner {
+		return
+	}
+	if live == 0 || (foregroundOwner && live == 1 && len(dangling) == 0) {
+		if m.Metadata.DeletionTimestamp != nil {
+			return
+		}
+		policy := metav1.DeletePropagationBackground
+		if foregroundOwner {
+			policy = metav1.DeletePropagationForeground
+		}
+		pre := types.UID(m.Metadata.UID)
+		_, err := gc.s.deleteObject(ctx, k, key.Namespace, key.Name, &metav1.DeleteOptions{
+			PropagationPolicy: &policy,
+			Preconditions:     &metav1.Preconditions{UID: &pre},
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			gc.s.log.Sugar().Warnw("garbage collector delete dependent", "key", key, "error", err)
+		}
+		return
+	}
+	if len(dangling) > 0 {
+		gc.removeOwnerRefs(ctx, k, key, dangling)
+	}
+}
+
+// orphanDependents strips the owner from every dependent, then removes the
+// orphan finalizer from the owner.
+func (gc *garbageCollector) orphanDependents(ctx context.Context, k *registry.Kind, key store.Key, uid types.UID) {
+	kinds := gc.kindsByStorage()
+	for _, dep := range gc.dependentsOf(uid) {
+		if dk := kinds[dep.Resource]; dk != nil {
+			if err := gc.removeOwnerRefs(ctx, dk, dep, []types.UID{uid}); err != nil {
+				return
+			}
+		}
+	}
+	gc.removeFinalizer(ctx, k, key, uid, finalizerOrphan)
+}
+
+// deleteDependentsForeground deletes the dependents of an owner in
+// foreground deletion and removes its finalizer once no dependent with
+// blockOwnerDeletion is left.
+func (gc *garbageCollector) deleteDependentsForeground(ctx context.Context, k *registry.Kind, key store.Key, uid types.UID) {
+	kinds := gc.kindsByStorage()
+	blocking := 0
+	for _, dep := range gc.dependentsOf(uid) {
+		dk := kinds[dep.Resource]
+		if dk == nil {
+			continue
+		}
+		o, err := gc.s.cfg.Store.Get(ctx, dep)
+		if err != nil {
+			continue
+		}
+		m, err := parseGCMeta(o.Value)
+		if err != nil {
+			continue
+		}
+		for _, ref := range m.Metadata.OwnerReferences {
+			if ref.UID == uid && ref.BlockOwnerDeletion != nil && *ref.BlockOwnerDeletion {
+				blocking++
+			}
+		}
+		gc.processDependent(ctx, dk, dep)
+	}
+	if blocking == 0 {
+		gc.removeFinalizer(ctx, k, key, uid, finalizerForeground)
+	}
+}
+
+// removeOwnerRefs drops the references to uids from the object at key.
+func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, k *registry.Kind, key store.Key, uids []types.UID) error {
+	_, err := gc.s.cfg.Store.GuaranteedUpdate(ctx, key, func(cur store.Object) ([]byte, error) {
+		obj, err := decodeStored(k, cur.Value)
+		if err != nil {
+			return nil, err
+		}
+		m := accessor(obj)
+		var keep []metav1.OwnerReference
+		for _, ref := range m.GetOwnerReferences() {
+			drop := false
+			for _, u := range uids {
+				drop = drop || ref.UID == u
+			}
+			if !drop {
+				keep = append(keep, ref)
+			}
+		}
+		m.SetOwnerReferences(keep)
+		return encodeStorage(k, obj)
+	})
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		gc.s.log.Sugar().Warnw("garbage collector remove owner reference", "key", key, "error", err)
+		return err
+	}
+	return nil
+}
+
+// removeFinalizer removes finalizer from the owner at key (if it is still
+// the object with uid); an owner left without finalizers is deleted.
+func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kind, key store.Key, uid types.UID, finalizer string) {
+	for ctx.Err() == nil {
+		cur, err := gc.s.cfg.Store.Get(ctx, key)
+		if err != nil {
+			return
+		}
+		obj, err := decodeStored(k, cur.Value)
+		if err != nil {
+			return
+		}
+		m := accessor(obj)
+		if m.GetUID() != uid || !hasString(m.GetFinalizers(), finalizer) {
+			return
+		}
+		m.SetFinalizers(removeString(m.GetFinalizers(), finalizer))
+		pre := store.Preconditions{ModRev: cur.ModRev}
+		if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !(k.Resource == "namespaces") {
+			_, err = gc.s.cfg.Store.Delete(ctx, key, pre)
+		} else {
+			var value []byte
+			if value, err = encodeStorage(k, obj); err == nil {
+				_, err = gc.s.cfg.Store.Update(ctx, key, pre, value)
+			}
+		}
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			gc.s.log.Sugar().Warnw("garbage collector remove finalizer", "key", key, "finalizer", finalizer, "error", err)
+		}
+		if k.Resource == "namespaces" {
+			gc.s.kickNamespaces(k)
+		}
+		return
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
