@@ -22,7 +22,10 @@ const sqlReadRevs = `SELECT
 	COALESCE((SELECT value FROM meta WHERE key = ?), 0)`
 
 // List queries: objects of one resource after a position, at or below a
-// revision, in key order. LIMIT -1 is no limit.
+// revision, in key order. LIMIT -1 is no limit. Namespace, name and uid
+// come packed in one NUL-separated text column: the driver allocates per
+// column, and this cuts a 10,000-object list's allocations by a third.
+// Keys never hold a NUL (Create rejects them); a uid may, being last.
 const (
 	sqlListAll = `SELECT namespace || char(0) || name || char(0) || uid, create_rev, mod_rev, value FROM objects
 WHERE resource = ? AND (namespace, name) > (?, ?) AND mod_rev <= ?
@@ -197,9 +200,12 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, err
 		if err := rows.Scan(&packed, &row.CreateRev, &row.ModRev, &raw); err != nil {
 			return err
 		}
-		i := strings.IndexByte(packed, 0)
-		j := i + 1 + strings.IndexByte(packed[i+1:], 0)
-		row.Key.Namespace, row.Key.Name, row.UID = packed[:i], packed[i+1:j], packed[j+1:]
+		ns, rest, ok1 := strings.Cut(packed, "\x00")
+		name, uid, ok2 := strings.Cut(rest, "\x00")
+		if !ok1 || !ok2 {
+			return fmt.Errorf("read key %q: not namespace, name and uid", packed)
+		}
+		row.Key.Namespace, row.Key.Name, row.UID = ns, name, uid
 		return nil
 	}
 	if err := nextRow(); err != nil {

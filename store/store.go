@@ -41,8 +41,9 @@ var (
 	// ErrTooLarge: a value exceeds MaxValueBytes.
 	ErrTooLarge = errors.New("store: value too large")
 	// ErrInvalidObject: a value is not a JSON object with a top-level
-	// "metadata" object, so the store cannot stamp its resourceVersion.
-	ErrInvalidObject = errors.New("store: value is not an object with metadata")
+	// "metadata" object, so the store cannot stamp its resourceVersion; or
+	// a key has an empty resource or name, or a NUL byte.
+	ErrInvalidObject = errors.New("store: invalid object")
 )
 
 // Key names one object. Resource is the storage resource name, qualified by

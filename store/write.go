@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 )
 
 // This file is the write API: each call validates its input on the
@@ -16,6 +17,9 @@ import (
 // and ctx's error returned; once the writer has taken it, Create returns
 // the commit's outcome.
 func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Object, error) {
+	if !validKey(key) {
+		return Object{}, ErrInvalidObject
+	}
 	loc, err := db.checkValue(value)
 	if err != nil {
 		return Object{}, err
@@ -77,6 +81,14 @@ func (db *DB) GuaranteedUpdate(ctx context.Context, key Key, tryUpdate func(cur 
 		}
 		return obj, err
 	}
+}
+
+// validKey reports whether key can be stored: resource and name set, and
+// no NUL byte in namespace or name, since List reads a key's parts packed
+// into one NUL-separated column.
+func validKey(k Key) bool {
+	return k.Resource != "" && k.Name != "" &&
+		strings.IndexByte(k.Namespace, 0) < 0 && strings.IndexByte(k.Name, 0) < 0
 }
 
 // checkValue checks value against MaxValueBytes and finds where its

@@ -63,6 +63,26 @@ func TestDB_Create(t *testing.T) {
 			t.Errorf("Create() error = %v, want ErrInvalidObject", err)
 		}
 	})
+	t.Run("invalid key", func(t *testing.T) {
+		for _, k := range []Key{{Resource: "configmaps", Namespace: "ns"}, {Namespace: "ns", Name: "a"}, key("n\x00s", "a"), key("ns", "a\x00")} {
+			if _, err := db.Create(ctx, k, "u", obj("ns", "a", "")); !errors.Is(err, ErrInvalidObject) {
+				t.Errorf("Create(%q) error = %v, want ErrInvalidObject", k, err)
+			}
+		}
+	})
+	t.Run("uid with NUL", func(t *testing.T) {
+		mustCreateUID := "u\x00id"
+		if _, err := db.Create(ctx, key("nul", "a"), mustCreateUID, obj("nul", "a", "")); err != nil {
+			t.Fatal(err)
+		}
+		res, err := db.List(ctx, ListOptions{Resource: "configmaps", Namespace: "nul"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Objects) != 1 || res.Objects[0].UID != mustCreateUID || res.Objects[0].Key != key("nul", "a") {
+			t.Errorf("List() = %+v, want one object with uid %q", res.Objects, mustCreateUID)
+		}
+	})
 	t.Run("cancelled context", func(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
