@@ -47,6 +47,10 @@ type Config struct {
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
 	beforeBatch func()
+	// afterWrite, when set (by tests), runs after each write's statements
+	// inside the batch transaction; an error it returns is treated as an
+	// unexpected failure of that write.
+	afterWrite func(Key) error
 }
 
 func (c *Config) setDefaults() {

@@ -267,6 +267,9 @@ func (db *DB) tryCommit(batch []*writeReq) (events []Event, bad *writeReq, err e
 			continue
 		}
 		ev, werr, fatal := db.applyWrite(ctx, r, rev+1)
+		if hook := db.cfg.afterWrite; hook != nil && werr == nil && fatal == nil {
+			fatal = hook(r.key)
+		}
 		if fatal != nil {
 			db.rollback(ctx)
 			return nil, r, fatal

@@ -344,3 +344,90 @@ func TestDB_Subscribe(t *testing.T) {
 		}
 	}
 }
+
+func TestDB_GroupCommitFailure(t *testing.T) {
+	errInjected := errors.New("injected")
+	run := func(t *testing.T, poisoned map[string]bool) (results map[string]error, db *DB) {
+		hook, held, release := holdWriter()
+		db = openTest(t, Config{beforeBatch: hook, afterWrite: func(k Key) error {
+			if poisoned[k.Name] {
+				return errInjected
+			}
+			return nil
+		}})
+		ctx := context.Background()
+		type result struct {
+			name string
+			err  error
+		}
+		resc := make(chan result)
+		names := []string{"a", "b", "c", "d", "e", "f"}
+		for i, name := range names {
+			go func() {
+				_, err := db.Create(ctx, key("ns", name), "u", obj("ns", name, ""))
+				resc <- result{name, err}
+			}()
+			if i == 0 {
+				<-held
+			}
+		}
+		waitQueued(db, len(names)-1)
+		close(release)
+		results = map[string]error{}
+		for range names {
+			r := <-resc
+			results[r.name] = r.err
+		}
+		return results, db
+	}
+
+	t.Run("unexpected error fails that write alone", func(t *testing.T) {
+		results, db := run(t, map[string]bool{"b": true, "e": true})
+		for name, err := range results {
+			want := error(nil)
+			if name == "b" || name == "e" {
+				want = errInjected
+			}
+			if !errors.Is(err, want) {
+				t.Errorf("Create(%s) error = %v, want %v", name, err, want)
+			}
+		}
+		if got, want := db.Rev(), int64(4); got != want {
+			t.Errorf("Rev() = %d, want %d", got, want)
+		}
+		events, err := db.Changes(context.Background(), 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, ev := range events {
+			if ev.Rev() != int64(i+1) || ev.Object.Key.Name == "b" || ev.Object.Key.Name == "e" {
+				t.Errorf("change %d = %s at rev %d, want rev %d and no poisoned write", i, ev.Object.Key.Name, ev.Rev(), i+1)
+			}
+		}
+		if _, err := db.Get(context.Background(), key("ns", "b")); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Get(poisoned) error = %v, want ErrNotFound (rolled back)", err)
+		}
+		if st := db.Stats(); st.Batches != 1 || st.BatchedWrites != 4 {
+			t.Errorf("Stats() = %d writes in %d batches, want 4 in 1", st.BatchedWrites, st.Batches)
+		}
+	})
+
+	t.Run("too many failures fail the batch", func(t *testing.T) {
+		results, db := run(t, map[string]bool{"a": true, "c": true, "f": true})
+		for name, err := range results {
+			if !errors.Is(err, errInjected) {
+				t.Errorf("Create(%s) error = %v, want %v", name, err, errInjected)
+			}
+		}
+		if got := db.Rev(); got != 0 {
+			t.Errorf("Rev() = %d, want 0: nothing committed", got)
+		}
+		if res, err := db.List(context.Background(), ListOptions{Resource: "configmaps"}); err != nil || len(res.Objects) != 0 || res.Rev != 0 {
+			t.Errorf("List() = %d objects at rev %d (err %v), want none at 0", len(res.Objects), res.Rev, err)
+		}
+		// The writer goes on.
+		if o := mustCreate(t, db, key("ns", "later"), ""); o.ModRev != 1 {
+			t.Errorf("next write got revision %d, want 1", o.ModRev)
+		}
+	})
+}

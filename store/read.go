@@ -77,19 +77,20 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 // last one returned (0 when !More) and is -1 when a Filter is set, since
 // counting those that pass would mean reading them all.
 func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
-	if db.isClosed.Load() {
-		return ListResult{}, ErrClosed
-	}
-	tx, err := db.readDB.BeginTx(ctx, nil)
+	var res ListResult
+	err := db.readTx(ctx, "list", func(tx *sql.Tx, cur, compacted int64) (err error) {
+		res, err = list(ctx, tx, opts, cur, compacted)
+		return err
+	})
 	if err != nil {
-		return ListResult{}, translate("begin list", err)
+		return ListResult{}, err
 	}
-	defer tx.Rollback() //nolint:errcheck // read-only: nothing to lose
+	return res, nil
+}
 
-	var cur, compacted int64
-	if err := tx.QueryRowContext(ctx, sqlReadRevs, metaRev, metaScheduledCompactRev).Scan(&cur, &compacted); err != nil {
-		return ListResult{}, translate("read revision", err)
-	}
+// list is List inside its read transaction, whose snapshot is at cur.
+func list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int64) (ListResult, error) {
+	var err error
 	rev := opts.Rev
 	switch {
 	case rev == 0:
@@ -171,9 +172,6 @@ func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
 			}
 		}
 		res.Remaining = n
-	}
-	if err := tx.Commit(); err != nil {
-		return ListResult{}, translate("end list", err)
 	}
 	return res, nil
 }
@@ -279,7 +277,9 @@ func (a *arena) copy(b []byte) []byte {
 }
 
 // readTx runs fn in one read transaction that first reads the current and
-// compacted revisions.
+// compacted revisions from meta. That first read fixes the snapshot, so the
+// revisions match everything else fn reads: never an in-memory counter,
+// which may be ahead of (or, during a commit, behind) the snapshot.
 func (db *DB) readTx(ctx context.Context, what string, fn func(tx *sql.Tx, cur, compacted int64) error) error {
 	if db.isClosed.Load() {
 		return ErrClosed
@@ -297,7 +297,7 @@ func (db *DB) readTx(ctx context.Context, what string, fn func(tx *sql.Tx, cur, 
 		return err
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("end %s: %w", what, err)
+		return translate("end "+what, err)
 	}
 	return nil
 }

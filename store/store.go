@@ -122,7 +122,8 @@ type ListOptions struct {
 	Namespace string
 	// Rev is the revision to read at: 0 means the current revision. An
 	// older revision is reconstructed from the change log (ErrCompacted when
-	// it is at or below the compacted revision), a newer one is
+	// it is below the compacted revision: the state at the compacted
+	// revision itself can still be rebuilt, as in etcd), a newer one is
 	// ErrFutureRev.
 	Rev int64
 	// After, when set, skips every object whose (namespace, name) is at or
