@@ -297,13 +297,19 @@ func TestClientset_CRUD(t *testing.T) {
 				core.Message, core.InvolvedObject.Name, core.ReportingController, core.Action)
 		}
 
-		got.Note = "updated"
+		// events.k8s.io/v1 Events are immutable except for their series.
+		changed := got.DeepCopy()
+		changed.Note = "updated"
+		_, err = c.Update(ctx, changed, metav1.UpdateOptions{})
+		wantStatus(t, err, 422, metav1.StatusReasonInvalid, `Event.events.k8s.io "ev2" is invalid: message: Invalid value: "updated": field is immutable`)
+		observed := metav1.NewMicroTime(eventTime.Add(time.Second))
+		got.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: observed}
 		updated, err := c.Update(ctx, got, metav1.UpdateOptions{})
 		if err != nil {
-			t.Fatalf("update: %v", err)
+			t.Fatalf("update series: %v", err)
 		}
-		if updated.Note != "updated" {
-			t.Errorf("update: note = %q, want updated", updated.Note)
+		if updated.Series == nil || updated.Series.Count != 2 || !updated.Series.LastObservedTime.Equal(&observed) {
+			t.Errorf("update: series = %+v, want count 2 lastObservedTime %v", updated.Series, observed)
 		}
 		list, err := c.List(ctx, metav1.ListOptions{})
 		if err != nil {
