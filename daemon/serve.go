@@ -152,6 +152,15 @@ func (d *daemon) run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(d.ln) }()
 
+	// The compactor runs until shutdown begins; it stops before the store
+	// closes.
+	compactCtx, stopCompactor := context.WithCancel(context.Background())
+	compactorDone := make(chan struct{})
+	go func() {
+		defer close(compactorDone)
+		d.db.RunCompactor(compactCtx, time.Duration(d.cfg.CompactionInterval))
+	}()
+
 	d.notify(sddaemon.SdNotifyReady + "\nSTATUS=serving on " + d.ln.Addr().String())
 	d.log.Info("edgeapi serving",
 		zap.String("version", version),
@@ -190,6 +199,8 @@ loop:
 		}
 	}
 
+	stopCompactor()
+	<-compactorDone
 	if shutdownErr := d.shutdown(serveErr); err == nil {
 		err = shutdownErr
 	}

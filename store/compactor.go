@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// walIdleCheck is how often the compactor looks for an idle store whose
+// WAL it can truncate. A var so tests can shorten it.
+var walIdleCheck = 10 * time.Second
+
+// RunCompactor compacts the change log every interval until ctx ends. Each
+// run compacts what is older than one interval: everything up to the
+// revision that was current at the previous run, as kube-apiserver's
+// --etcd-compaction-interval does. Independently, when no write has
+// happened for walIdleCheck, it checkpoints and truncates the WAL so the
+// WAL file does not stay large. Failures are logged and retried at the
+// next run; the compactor never stops for good.
+func (db *DB) RunCompactor(ctx context.Context, interval time.Duration) {
+	compactTick := time.NewTicker(interval)
+	defer compactTick.Stop()
+	idleTick := time.NewTicker(walIdleCheck)
+	defer idleTick.Stop()
+	prevRev := db.Rev()
+	idleRev, truncatedAt := db.Rev(), int64(-1)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-compactTick.C:
+			cur := db.Rev()
+			if prevRev > db.CompactedRev() {
+				start := time.Now()
+				if err := db.Compact(ctx, prevRev); err != nil && ctx.Err() == nil {
+					db.log.Sugar().Warnw("compact change log failed; retrying at the next run", "rev", prevRev, "error", err)
+				} else if err == nil {
+					st := db.Stats()
+					db.log.Sugar().Infow("compacted change log", "rev", prevRev, "took", time.Since(start),
+						"changelog_rows", st.ChangeLogRows, "db_bytes", st.DBBytes, "wal_bytes", st.WALBytes)
+				}
+			}
+			prevRev = cur
+		case <-idleTick.C:
+			cur := db.Rev()
+			if cur == idleRev && cur != truncatedAt {
+				if err := db.truncateWAL(ctx); err != nil && ctx.Err() == nil {
+					db.log.Sugar().Debugw("truncate wal", "error", err)
+				} else if err == nil {
+					truncatedAt = cur
+				}
+			}
+			idleRev = cur
+		}
+	}
+}
+
+// truncateWAL checkpoints the WAL into the database and truncates it, on
+// the writer between batches. Readers are short transactions (watchers are
+// served from memory), so they do not hold the checkpoint back for long.
+func (db *DB) truncateWAL(ctx context.Context) error {
+	return db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		var busy, logPages, ckptPages int
+		if err := conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logPages, &ckptPages); err != nil {
+			return translate("checkpoint wal", err)
+		}
+		return nil
+	})
+}
