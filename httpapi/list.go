@@ -172,6 +172,10 @@ func matcher(k *registry.Kind, ls labels.Selector, fs fields.Selector) func(*sto
 	}
 }
 
+// inconsistentContinue is kube-apiserver's message for a continue token
+// whose revision has been compacted.
+const inconsistentContinue = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list."
+
 // continueToken is the opaque continue position of a paged list: the
 // revision of the first page and the last key returned.
 type continueToken struct {
@@ -197,7 +201,7 @@ func decodeContinue(tok string) (rev int64, namespace, name string, err error) {
 	if t.APIVersion != "meta.k8s.io/v1" {
 		return 0, "", "", fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
 	}
-	if t.Rev == 0 {
+	if t.Rev == 0 || t.Rev < -1 {
 		return 0, "", "", fmt.Errorf("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
 	}
 	start := strings.TrimSuffix(t.Start, "\x00")
@@ -277,7 +281,8 @@ func (s *Server) handleList(r *request) error {
 			return s.writeError(c, apierrors.NewBadRequest("invalid continue token: "+err.Error()))
 		}
 		lo.Rev, lo.AfterNamespace, lo.AfterName = crev, ns, name
-		if crev >= s.cfg.Store.Rev() {
+		if crev == -1 || crev >= s.cfg.Store.Rev() {
+			// -1: an inconsistent continuation at the latest revision.
 			lo.Rev = 0
 		}
 	}
@@ -286,8 +291,13 @@ func (s *Server) handleList(r *request) error {
 	}
 	res, err := s.cfg.Store.List(ctx, lo)
 	if err != nil {
-		if errors.Is(err, store.ErrCompacted) {
-			return s.writeError(c, apierrors.NewResourceExpired(fmt.Sprintf("The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.")))
+		if errors.Is(err, store.ErrCompacted) && opts.Continue != "" {
+			// kube-apiserver's answer: 410 with a token that continues at
+			// the latest revision (rv -1), for a client that accepts an
+			// inconsistent list.
+			se := apierrors.NewResourceExpired(inconsistentContinue)
+			se.ErrStatus.ListMeta.Continue = encodeContinue(-1, lo.AfterNamespace, lo.AfterName)
+			return s.writeError(c, se)
 		}
 		return s.writeError(c, storeError(err, r.gr(), ""))
 	}
