@@ -289,11 +289,18 @@ func (db *DB) Rev() int64 { return db.rev.Load() }
 func (db *DB) CompactedRev() int64 { return db.compactedRev.Load() }
 
 // Subscribe registers fn for every committed batch of events. See Store.
-// The events slice and the Objects in it belong to fn from then on (a
-// watch cache may keep them), but their Values must not be modified. A
-// subscription made while a batch is being committed sees that batch or
-// not; each batch after it, exactly once. After cancel returns, fn is not
-// called again unless a publication was already running.
+// All subscribers get the same events slice: they may keep it and the
+// Objects in it, but must not modify either.
+//
+// Every batch committed after Subscribe returns reaches fn, exactly once,
+// in revision order. A batch committing while Subscribe runs may or may not
+// reach fn; one that does not is already counted in Rev() when Subscribe
+// returns (the writer advances Rev before it reads the subscriber list).
+// So a subscriber that reads Rev() right after Subscribe has missed nothing
+// above it, and may see events at or below it.
+//
+// After cancel returns, fn is not called again, unless a publication was
+// already under way.
 func (db *DB) Subscribe(fn func(events []Event)) (cancel func()) {
 	db.subMu.Lock()
 	defer db.subMu.Unlock()

@@ -294,6 +294,7 @@ func (db *DB) tryCommit(batch []*writeReq) (events []Event, bad *writeReq, err e
 		db.rollback(ctx)
 		return nil, nil, translate("commit batch", err)
 	}
+	// Before commit reads the subscriber list: see Subscribe's contract.
 	db.rev.Store(rev)
 	return events, nil, nil
 }
