@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 )
 
 // createNamespace creates an Active namespace for a test.
@@ -1040,5 +1043,98 @@ func TestDynamic_CRUD(t *testing.T) {
 	}
 	if _, err := leases.Get(ctx, "dyn", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after delete: got %v, want NotFound", err)
+	}
+}
+
+// TestInformer_ConfigMaps runs a client-go shared informer (list, then
+// watch) and checks that it syncs and then sees adds, updates and deletes in
+// order.
+func TestInformer_ConfigMaps(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	cfg := d.RESTConfig()
+	cfg.Timeout = 0 // watches are long-running requests
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "informer"
+	createNamespace(t, cs, ns)
+	c := cs.CoreV1().ConfigMaps(ns)
+	bg := context.Background()
+	if _, err := c.Create(bg, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "before"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+
+	var (
+		mu   sync.Mutex // guards seen
+		seen []string
+	)
+	record := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, s)
+	}
+	snapshot := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(ns))
+	cms := factory.Core().V1().ConfigMaps()
+	if _, err := cms.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj interface{}) { record("ADD " + obj.(*corev1.ConfigMap).Name) },
+		UpdateFunc: func(_, obj interface{}) {
+			cm := obj.(*corev1.ConfigMap)
+			record("UPDATE " + cm.Name + " k=" + cm.Data["k"])
+		},
+		DeleteFunc: func(obj interface{}) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			record("DELETE " + obj.(*corev1.ConfigMap).Name)
+		},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	defer func() {
+		cancel()
+		factory.Shutdown()
+	}()
+	factory.Start(ctx.Done())
+	syncCtx, syncCancel := context.WithTimeout(ctx, eventually)
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), cms.Informer().HasSynced) {
+		t.Fatalf("informer did not sync within %v", eventually)
+	}
+	if got, want := snapshot(), []string{"ADD before"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("after sync: events = %q, want %q", got, want)
+	}
+
+	cm, err := c.Create(bg, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"k": "1"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	cm.Data["k"] = "2"
+	if _, err := c.Update(bg, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if err := c.Delete(bg, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	want := []string{"ADD before", "ADD a", "UPDATE a k=2", "DELETE a"}
+	deadline := time.Now().Add(eventually)
+	for len(snapshot()) < len(want) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := snapshot(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+	if _, err := cms.Lister().ConfigMaps(ns).Get("before"); err != nil {
+		t.Errorf("lister get before: %v", err)
+	}
+	if _, err := cms.Lister().ConfigMaps(ns).Get("a"); !apierrors.IsNotFound(err) {
+		t.Errorf("lister get a: got %v, want NotFound", err)
 	}
 }
