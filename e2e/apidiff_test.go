@@ -20,6 +20,7 @@ var apidiffScenarios = []string{
 	"s01-configmap-crud",
 	"s02-errors",
 	"s03-generate-name",
+	"s04-paging", "s05-list-rv-match", "s06-get-rv", "s07-watch-from-rv", "s08-watch-no-rv", "s10-watch-label-selector",
 	"s25-deletecollection",
 	"s26-selectors",
 	"s27-immutable-configmap",
