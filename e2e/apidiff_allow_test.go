@@ -37,6 +37,8 @@ const badInput4xx = "kube-apiserver answers this bad input with a 500; edgeapi a
 
 var apidiffAllowed = []allowedDiff{
 	{Scenario: "s02-errors", Step: "rv-on-create", Reason: badInput4xx + " (create with metadata.resourceVersion set)", Accept: clientErrorStatus},
+	{Scenario: "s06-get-rv", Step: "get-rv-invalid", Reason: badInput4xx + " (GET with resourceVersion=abc)", Accept: clientErrorStatus},
+	{Scenario: "s07-watch-from-rv", Step: "watch-bad-rv", Reason: badInput4xx + " (watch with resourceVersion=abc)", Accept: clientErrorStatus},
 
 	{Scenario: "s30-namespace-lifecycle", Step: "get-terminating", Reason: nsGone, Accept: statusIn(404)},
 	{Scenario: "s30-namespace-lifecycle", Step: "create-in-terminating", Reason: nsGone, Accept: statusIn(404)},
