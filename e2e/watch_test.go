@@ -469,7 +469,7 @@ func (m *modelWriter) step(i int) {
 	cur, exists := m.live[name]
 	switch {
 	case !exists:
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"step": strconv.Itoa(i)}},
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: stepLabels(i)},
 			Data: map[string]string{"v": strconv.Itoa(i), "name": name}}
 		got, err := cms.Create(ctx, cm, metav1.CreateOptions{})
 		if err != nil {
@@ -485,7 +485,7 @@ func (m *modelWriter) step(i int) {
 		if m.rng.IntN(3) == 0 {
 			upd.Data["extra"] = strings.Repeat("x", m.rng.IntN(200))
 		}
-		upd.Labels = map[string]string{"step": strconv.Itoa(i)}
+		upd.Labels = stepLabels(i)
 		got, err := cms.Update(ctx, upd, metav1.UpdateOptions{})
 		if err != nil {
 			t.Fatalf("step %d: update %s: %v", i, name, err)
@@ -507,18 +507,87 @@ func (m *modelWriter) step(i int) {
 	}
 }
 
+// stepLabels are the labels step i writes: parity=even|odd moves objects in
+// and out of a parity selector.
+func stepLabels(i int) map[string]string {
+	p := "even"
+	if i%2 == 1 {
+		p = "odd"
+	}
+	return map[string]string{"step": strconv.Itoa(i), "parity": p}
+}
+
+// selected is what a watch with a label selector must deliver for the
+// changes evs (in order, each name's previous state taken from all, the
+// whole history): a change into the selection is ADDED, within it MODIFIED,
+// out of it DELETED carrying the last selected state at the new
+// resourceVersion, as kube-apiserver's watch cache does.
+func selected(all, evs []histEvent, match func(map[string]string) bool) []histEvent {
+	prev := map[string]*histEvent{}
+	start := len(all) - len(evs)
+	for i := 0; i < start; i++ {
+		e := all[i]
+		if e.Type == "DELETED" {
+			delete(prev, e.Name)
+		} else {
+			prev[e.Name] = &all[i]
+		}
+	}
+	var out []histEvent
+	for i := start; i < len(all); i++ {
+		e := all[i]
+		old := prev[e.Name]
+		oldIn := old != nil && match(old.Labels)
+		switch {
+		case e.Type == "DELETED":
+			if oldIn {
+				out = append(out, e)
+			}
+			delete(prev, e.Name)
+			continue
+		case match(e.Labels) && oldIn:
+			out = append(out, histEvent{Type: "MODIFIED", Name: e.Name, RV: e.RV, Data: e.Data, Labels: e.Labels})
+		case match(e.Labels):
+			out = append(out, histEvent{Type: "ADDED", Name: e.Name, RV: e.RV, Data: e.Data, Labels: e.Labels})
+		case oldIn:
+			out = append(out, histEvent{Type: "DELETED", Name: e.Name, RV: e.RV, Data: old.Data, Labels: old.Labels})
+		}
+		prev[e.Name] = &all[i]
+	}
+	return out
+}
+
+// wantSelectedWatches checks label-selected watches from rev against the
+// model: "parity in (even,end)" and "parity notin (even)"; the sentinel
+// zz-end (parity=end) is in both, so both reads end with it.
+func wantSelectedWatches(t *testing.T, d *Daemon, h *history, rev int64) {
+	t.Helper()
+	for _, sel := range []struct {
+		query string
+		match func(map[string]string) bool
+	}{
+		{"parity+in+%28even%2Cend%29", func(l map[string]string) bool { return l["parity"] == "even" || l["parity"] == "end" }},
+		{"parity+notin+%28even%29", func(l map[string]string) bool { return l["parity"] != "even" }},
+	} {
+		path := fmt.Sprintf("/api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%d&labelSelector=%s", h.ns, rev, sel.query)
+		w := openRawWatch(t, d, path)
+		matchHistory(t, "GET "+path, readUntilEnd(t, w), selected(h.events, h.after(rev), sel.match))
+		w.Close()
+	}
+}
+
 // finish writes the sentinel ConfigMap "zz-end", whose ADDED event ends
 // every watch read of this history, and returns its revision.
 func (m *modelWriter) finish() int64 {
 	t := m.t
 	t.Helper()
-	got, err := m.cs.CoreV1().ConfigMaps(m.h.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zz-end"}, Data: map[string]string{"end": "true"}}, metav1.CreateOptions{})
+	got, err := m.cs.CoreV1().ConfigMaps(m.h.ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zz-end", Labels: map[string]string{"parity": "end"}}, Data: map[string]string{"end": "true"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create zz-end: %v", err)
 	}
 	rv := mustRV(t, got.ResourceVersion)
 	m.known(rv)
-	m.h.events = append(m.h.events, histEvent{Type: "ADDED", Name: "zz-end", RV: rv, Data: got.Data})
+	m.h.events = append(m.h.events, histEvent{Type: "ADDED", Name: "zz-end", RV: rv, Data: got.Data, Labels: got.Labels})
 	return rv
 }
 
@@ -684,6 +753,11 @@ func TestWatch_ModelHistory(t *testing.T) {
 			wantListAt(t, d, h, rev, 3)
 		}
 	})
+	t.Run("LabelSelector", func(t *testing.T) {
+		for _, rev := range revs[:8] {
+			wantSelectedWatches(t, d, h, rev)
+		}
+	})
 	t.Run("AllNamespacesFieldSelector", func(t *testing.T) {
 		// A cluster-wide watch narrowed to the namespace sees the same.
 		path := fmt.Sprintf("/api/v1/configmaps?watch=1&resourceVersion=%d&fieldSelector=metadata.namespace%%3D%s", start, ns)
@@ -751,6 +825,7 @@ func TestWatch_FromBeforeTheRing(t *testing.T) {
 		}
 		matchHistory(t, what, readClientGoUntilEnd(t, cw, what), h.after(rev))
 		wantListAt(t, d, h, rev, 0)
+		wantSelectedWatches(t, d, h, rev)
 	}
 }
 
@@ -817,7 +892,7 @@ func TestWatch_LabelSelectorTransitions(t *testing.T) {
 			{Type: "MODIFIED", Name: "x", RV: rv(x4), Data: k("4"), Labels: red},
 			{Type: "DELETED", Name: "x", RV: rv(x5), Data: k("4"), Labels: red},
 			{Type: "ADDED", Name: "y", RV: rv(y), Data: k("1"), Labels: green},
-			{Type: "ADDED", Name: "zz-end", RV: endRV, Data: map[string]string{"end": "true"}},
+			{Type: "ADDED", Name: "zz-end", RV: endRV, Data: map[string]string{"end": "true"}, Labels: map[string]string{"parity": "end"}},
 		}},
 		{"color+in+%28green%2Cred%29", []histEvent{
 			{Type: "ADDED", Name: "x", RV: rv(x3), Data: k("3"), Labels: red},
