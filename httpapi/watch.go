@@ -22,6 +22,10 @@ var (
 	// bookmarkInterval is how often a watch with allowWatchBookmarks gets
 	// a BOOKMARK (kube-apiserver: about once a minute).
 	bookmarkInterval = time.Minute
+	// watchWriteTimeout bounds how long one event may take to write: a
+	// client that stops reading has its stream closed instead of holding a
+	// handler (and shutdown) forever.
+	watchWriteTimeout = 30 * time.Second
 	// minWatchTimeout is the lower end of the server-side watch timeout,
 	// randomized up to twice as long, as kube-apiserver's
 	// --min-request-timeout.
@@ -41,6 +45,16 @@ type watchStream struct {
 	include string
 	// sentColumns: a Table watch sends column definitions only once.
 	sentColumns bool
+	rc          *http.ResponseController
+}
+
+// write writes one event line with the write deadline.
+func (ws *watchStream) write(line []byte) error {
+	if ws.rc != nil {
+		_ = ws.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+	}
+	_, err := ws.r.c.Response().Write(line)
+	return err
 }
 
 func (s *Server) handleWatch(r *request) error {
@@ -94,6 +108,12 @@ func (s *Server) handleWatch(r *request) error {
 
 	w, werr := s.watchCache.Watch(ctx, r.kind.StorageResource, r.ri.Namespace, startRev)
 	resp := c.Response()
+	// Writes get a deadline, and end at once when the watch is cancelled
+	// (server shutdown), even if the client stopped reading.
+	rc := http.NewResponseController(resp.Writer)
+	ws.rc = rc
+	stopDeadline := context.AfterFunc(ctx, func() { _ = rc.SetWriteDeadline(time.Now()) })
+	defer stopDeadline()
 	resp.Header().Set("Content-Type", mediaJSON)
 	resp.Header().Set("Cache-Control", "no-cache, private")
 	resp.WriteHeader(http.StatusOK)
@@ -251,8 +271,7 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 		}
 		line = append(line, '\n')
 	}
-	_, err := ws.r.c.Response().Write(line)
-	return err
+	return ws.write(line)
 }
 
 // transformed returns the event object as a Table row or metadata.
@@ -287,7 +306,7 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 	}
 	obj, _ := json.Marshal(map[string]interface{}{"kind": k.GVK.Kind, "apiVersion": k.GVK.GroupVersion().String(), "metadata": meta})
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "BOOKMARK", Object: rawExt(obj)})
-	_, _ = ws.r.c.Response().Write(append(line, '\n'))
+	_ = ws.write(append(line, '\n'))
 }
 
 // writeError writes an ERROR event carrying a Status, as kube-apiserver
@@ -297,7 +316,7 @@ func (ws *watchStream) writeError(err error) {
 	st.Kind, st.APIVersion = "Status", "v1"
 	obj, _ := json.Marshal(st)
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawExt(obj)})
-	_, _ = ws.r.c.Response().Write(append(line, '\n'))
+	_ = ws.write(append(line, '\n'))
 	ws.r.c.Response().Flush()
 }
 
