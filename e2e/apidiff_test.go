@@ -21,6 +21,7 @@ var apidiffScenarios = []string{
 	"s02-errors",
 	"s03-generate-name",
 	"s04-paging", "s05-list-rv-match", "s06-get-rv", "s07-watch-from-rv", "s08-watch-no-rv", "s10-watch-label-selector",
+	"s16-json-patch", "s17-merge-patch", "s18-strategic-merge-patch", "s19-ssa-basics", "s20-ssa-conflicts", "s22-dry-run", "s23-finalizers",
 	"s25-deletecollection",
 	"s26-selectors",
 	"s27-immutable-configmap",

@@ -23,6 +23,12 @@ import (
 // finalizer). It is driven by its own watch of every resource, and on start
 // (and whenever its watch falls behind) it rescans, so it picks up work
 // left half-done by a restart.
+//
+// It acts on owners it has seen deleted: a deletion observed live, or one
+// recorded in the change log (which reaches back at least one compaction
+// interval, so a restart in the middle resumes). A reference to an owner
+// that never existed is left alone, unlike kube-controller-manager, which
+// deletes such dependents.
 
 // gcResyncInterval is how often the collector rescans even without
 // events. A var so tests can shorten it.
@@ -56,10 +62,13 @@ type garbageCollector struct {
 	mu         sync.Mutex
 	dependents map[types.UID]map[store.Key]struct{}
 	ownersOf   map[store.Key][]types.UID
+	// deleted holds UIDs of deleted owners that had dependents, until
+	// those dependents are dealt with.
+	deleted map[types.UID]bool
 }
 
 func newGarbageCollector(s *Server) *garbageCollector {
-	return &garbageCollector{s: s, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}}
+	return &garbageCollector{s: s, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}, deleted: map[types.UID]bool{}}
 }
 
 // index records key's owner references (none when refs is empty).
@@ -89,6 +98,65 @@ func (gc *garbageCollector) index(key store.Key, refs []metav1.OwnerReference) {
 		deps[key] = struct{}{}
 	}
 	gc.ownersOf[key] = uids
+}
+
+func (gc *garbageCollector) markDeleted(uid types.UID) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if len(gc.dependents[uid]) > 0 {
+		gc.deleted[uid] = true
+	}
+}
+
+func (gc *garbageCollector) wasDeleted(uid types.UID) bool {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	return gc.deleted[uid]
+}
+
+// pruneDeleted forgets deleted owners no dependent refers to any more.
+func (gc *garbageCollector) pruneDeleted() {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	for uid := range gc.deleted {
+		if len(gc.dependents[uid]) == 0 {
+			delete(gc.deleted, uid)
+		}
+	}
+}
+
+// loadDeletedOwners marks as deleted every owner UID that dependents refer
+// to and that the change log records a deletion of.
+func (gc *garbageCollector) loadDeletedOwners(ctx context.Context) error {
+	gc.mu.Lock()
+	wanted := make(map[types.UID]bool, len(gc.dependents))
+	for uid := range gc.dependents {
+		wanted[uid] = true
+	}
+	gc.mu.Unlock()
+	if len(wanted) == 0 {
+		return nil
+	}
+	after := gc.s.cfg.Store.CompactedRev()
+	for {
+		events, err := gc.s.cfg.Store.Changes(ctx, after, 1000)
+		if err != nil {
+			if errors.Is(err, store.ErrCompacted) {
+				after = gc.s.cfg.Store.CompactedRev()
+				continue
+			}
+			return err
+		}
+		if len(events) == 0 {
+			return nil
+		}
+		for i := range events {
+			if events[i].Type == store.Deleted && wanted[types.UID(events[i].Object.UID)] {
+				gc.markDeleted(types.UID(events[i].Object.UID))
+			}
+		}
+		after = events[len(events)-1].Rev()
+	}
 }
 
 func (gc *garbageCollector) dependentsOf(uid types.UID) []store.Key {
@@ -200,9 +268,13 @@ func (gc *garbageCollector) resync(ctx context.Context) error {
 			}
 		}
 	}
+	if err := gc.loadDeletedOwners(ctx); err != nil {
+		return err
+	}
 	for _, it := range todo {
 		gc.processObject(ctx, it.k, it.key, it.m)
 	}
+	gc.pruneDeleted()
 	return nil
 }
 
@@ -228,6 +300,7 @@ func (gc *garbageCollector) handle(ctx context.Context, ev *store.Event) {
 	}
 	if ev.Type == store.Deleted {
 		gc.index(ev.Object.Key, nil)
+		gc.markDeleted(m.Metadata.UID)
 		// Dependents of a deleted owner lose it.
 		for _, dep := range gc.dependentsOf(m.Metadata.UID) {
 			if dk := kinds[dep.Resource]; dk != nil {
@@ -341,8 +414,11 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 		case exists:
 			live++
 			foregroundOwner = foregroundOwner || fg
-		default:
+		case gc.wasDeleted(ref.UID):
 			dangling = append(dangling, ref.UID)
+		default:
+			// Never seen deleted (e.g. it never existed): left alone.
+			live++
 		}
 	}
 	if len(dangling) == 0 && !foregroundOwner {

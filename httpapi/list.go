@@ -299,6 +299,9 @@ func (s *Server) handleList(r *request) error {
 			se.ErrStatus.ListMeta.Continue = encodeContinue(-1, lo.AfterNamespace, lo.AfterName)
 			return s.writeError(c, se)
 		}
+		if errors.Is(err, store.ErrCompacted) {
+			return s.writeError(c, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old."))
+		}
 		return s.writeError(c, storeError(err, r.gr(), ""))
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)}
