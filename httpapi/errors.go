@@ -87,6 +87,8 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewConflict(gr, name, errors.New(conflictMessage))
 	case errors.Is(err, store.ErrCompacted):
 		return apierrors.NewResourceExpired(err.Error())
+	case errors.Is(err, store.ErrInvalidObject):
+		return apierrors.NewBadRequest(err.Error())
 	case errors.Is(err, store.ErrTooLarge):
 		return apierrors.NewRequestEntityTooLargeError(err.Error())
 	case errors.Is(err, store.ErrClosed):
