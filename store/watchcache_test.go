@@ -1,0 +1,257 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+)
+
+// nextN reads n events from w (each read bounded by a hang guard).
+func nextN(t *testing.T, w *Watcher, n int) []*CachedEvent {
+	t.Helper()
+	out := make([]*CachedEvent, 0, n)
+	for len(out) < n {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ev, err := w.Next(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("Next() after %d of %d events: %v", len(out), n, err)
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// wantRevs checks that events carry exactly the revisions from..to, in
+// order.
+func wantRevs(t *testing.T, events []*CachedEvent, from, to int64) {
+	t.Helper()
+	if got, want := int64(len(events)), to-from+1; got != want {
+		t.Fatalf("got %d events, want %d (revisions %d..%d)", got, want, from, to)
+	}
+	for i, ev := range events {
+		if got, want := ev.Rev(), from+int64(i); got != want {
+			t.Fatalf("event %d: revision %d, want %d", i, got, want)
+		}
+	}
+}
+
+func TestWatchCache_Watch(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{MaxEvents: 8})
+	defer wc.Close()
+	ctx := context.Background()
+	for i := range 20 {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+	}
+
+	t.Run("from inside the ring", func(t *testing.T) {
+		w, err := wc.Watch(ctx, "configmaps", "", 15)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		wantRevs(t, nextN(t, w, 5), 16, 20)
+	})
+
+	t.Run("from before the ring reads the change log, then joins live", func(t *testing.T) {
+		w, err := wc.Watch(ctx, "configmaps", "", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		got := nextN(t, w, 18)
+		wantRevs(t, got, 3, 20)
+		mustCreate(t, db, key("ns", "live"), "v")
+		wantRevs(t, nextN(t, w, 1), 21, 21)
+	})
+
+	t.Run("catch-up while writes continue has no gap or duplicate", func(t *testing.T) {
+		w, err := wc.Watch(ctx, "configmaps", "", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		start := db.Rev()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				mustCreate(t, db, key("other", fmt.Sprint(i)), "v")
+			}
+		}()
+		got := nextN(t, w, int(start)+40)
+		wg.Wait()
+		wantRevs(t, got, 1, start+40)
+	})
+
+	t.Run("namespace and resource filters", func(t *testing.T) {
+		rev := db.Rev()
+		w, err := wc.Watch(ctx, "configmaps", "only", rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		mustCreate(t, db, key("elsewhere", "x"), "v")
+		if _, err := db.Create(ctx, Key{Resource: "secrets", Namespace: "only", Name: "s"}, "u", obj("only", "s", "v")); err != nil {
+			t.Fatal(err)
+		}
+		mustCreate(t, db, key("only", "x"), "v")
+		got := nextN(t, w, 1)
+		if k := got[0].Object.Key; k != key("only", "x") || got[0].Rev() != rev+3 {
+			t.Errorf("got %v at %d, want %v at %d", k, got[0].Rev(), key("only", "x"), rev+3)
+		}
+	})
+
+	t.Run("future revision waits", func(t *testing.T) {
+		rev := db.Rev()
+		w, err := wc.Watch(ctx, "configmaps", "", rev+2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		for i := range 3 {
+			mustCreate(t, db, key("future", fmt.Sprint(i)), "v")
+		}
+		wantRevs(t, nextN(t, w, 1), rev+3, rev+3)
+	})
+}
+
+func TestWatchCache_Compacted(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{})
+	defer wc.Close()
+	ctx := context.Background()
+	for i := range 10 {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+	}
+	if err := db.Compact(ctx, 6); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wc.Watch(ctx, "configmaps", "", 5); !errors.Is(err, ErrCompacted) {
+		t.Errorf("Watch(5) after Compact(6): err = %v, want ErrCompacted", err)
+	}
+	w, err := wc.Watch(ctx, "configmaps", "", 6)
+	if err != nil {
+		t.Fatalf("Watch(6) after Compact(6): %v", err)
+	}
+	defer w.Stop()
+	wantRevs(t, nextN(t, w, 4), 7, 10)
+}
+
+func TestWatchCache_SlowWatcher(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{WatcherBuffer: 4})
+	defer wc.Close()
+	ctx := context.Background()
+	slow, err := wc.Watch(ctx, "configmaps", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fast, err := wc.Watch(ctx, "configmaps", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+	// The fast watcher keeps up; the slow one never reads. Writes must
+	// not wait for either.
+	done := make(chan []*CachedEvent)
+	go func() { done <- nextN(t, fast, 20) }()
+	for i := range 20 {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+	}
+	wantRevs(t, <-done, 1, 20)
+	// The slow watcher gets what fit in its buffer, then ErrWatcherTooSlow.
+	var got []*CachedEvent
+	for {
+		ev, err := slow.Next(ctx)
+		if err != nil {
+			if !errors.Is(err, ErrWatcherTooSlow) {
+				t.Fatalf("slow watcher: err = %v, want ErrWatcherTooSlow", err)
+			}
+			break
+		}
+		got = append(got, ev)
+	}
+	if len(got) > 4 {
+		t.Errorf("slow watcher got %d events, want at most its buffer (4)", len(got))
+	}
+	if _, _, watchers := wc.Stats(); watchers != 1 {
+		t.Errorf("watchers after the slow one was dropped = %d, want 1", watchers)
+	}
+}
+
+func TestWatchCache_Bounded(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{MaxEvents: 100, MaxBytes: 2000})
+	defer wc.Close()
+	for i := range 50 {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+	}
+	n, bytes, _ := wc.Stats()
+	if bytes > 2000 {
+		t.Errorf("ring holds %d bytes, want at most 2000", bytes)
+	}
+	if n == 0 || n >= 50 {
+		t.Errorf("ring holds %d events, want fewer than 50 and more than 0 (byte-bounded)", n)
+	}
+}
+
+// TestDB_CompactUnderLoad compacts a long change log while writers keep
+// writing: every write succeeds and compaction completes.
+func TestDB_CompactUnderLoad(t *testing.T) {
+	defer func(n int) { compactChunk = n }(compactChunk)
+	compactChunk = 50
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	for i := range 2000 {
+		mustCreate(t, db, key("seed", fmt.Sprint(i)), "v")
+	}
+	target := db.Rev()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var writes, failures int64
+	var mu sync.Mutex
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := db.Create(ctx, key(fmt.Sprint("load-", g), fmt.Sprint(i)), "u", obj("load", fmt.Sprint(i), "v"))
+				mu.Lock()
+				if err != nil {
+					failures++
+				} else {
+					writes++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	if err := db.Compact(ctx, target); err != nil {
+		t.Fatalf("Compact() error = %v", err)
+	}
+	close(stop)
+	wg.Wait()
+	if failures != 0 {
+		t.Errorf("%d writes failed during compaction, want 0", failures)
+	}
+	if writes == 0 {
+		t.Error("no write completed while compaction ran")
+	}
+	if got := db.CompactedRev(); got != target {
+		t.Errorf("CompactedRev() = %d, want %d", got, target)
+	}
+	if got, want := db.Stats().ChangeLogRows, db.Rev()-target; got != want {
+		t.Errorf("change-log rows = %d, want %d (everything after the compacted revision)", got, want)
+	}
+}
