@@ -26,6 +26,8 @@ type bench struct {
 	tmpDir string
 
 	report *Report
+	// bulkNS is the namespace of --bulk-objects objects, once created.
+	bulkNS *bulkNamespace
 }
 
 // Result is one measured line of the report: either a timed workload (ops,

@@ -145,12 +145,13 @@ func TestWorkloads_Fake(t *testing.T) {
 			duration: 300 * time.Millisecond, maxOps: 100000, payloadBytes: 64,
 			createClients: []int{1, 4}, getClients: 4, getObjects: 20, rmwClients: 4,
 			listObjects: 50, lists: 3, watchers: 5, writeRate: 100, watchWriters: 2, quiet: true,
+			applyClients: 3, patchClients: 3, idleWatchers: 20, bulkObjects: 120, pageLimit: 50, pagedLists: 2,
 		},
 		c: newClient(srv.URL, 8), base: srv.URL, runID: "test", report: &Report{},
 	}
 	defer b.c.close()
 	ctx := context.Background()
-	for _, name := range []string{"create", "get", "rmw", "list", "watch"} {
+	for _, name := range []string{"create", "get", "rmw", "list", "watch", "apply", "patch", "watch-idle", "paged-list"} {
 		t.Run(name, func(t *testing.T) {
 			w, _ := findWorkload(name)
 			res, err := w.run(ctx, b)
@@ -162,6 +163,9 @@ func TestWorkloads_Fake(t *testing.T) {
 			}
 			b.report.Results = append(b.report.Results, res...)
 			for _, r := range res {
+				if r.Unit != "" {
+					continue // a single value (RSS): none without a pid
+				}
 				if r.Ops == 0 || r.Errors != 0 || r.Latency == nil || r.Latency.P50MS <= 0 {
 					t.Errorf("%s: ops=%d errors=%d (%s) latency=%+v", r.Workload, r.Ops, r.Errors, r.ErrSample, r.Latency)
 				}
@@ -179,5 +183,20 @@ func TestWorkloads_Fake(t *testing.T) {
 	printReport(&sb, b.report)
 	if !strings.Contains(sb.String(), "create-4") {
 		t.Errorf("report lacks create-4:\n%s", sb.String())
+	}
+}
+
+func TestContinueOf(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want string
+	}{
+		{`{"kind":"ConfigMapList","metadata":{"resourceVersion":"9","continue":"eyJ2IjoxfQ","remainingItemCount":5},"items":[]}`, "eyJ2IjoxfQ"},
+		{`{"metadata":{"resourceVersion":"9"},"items":[{"data":{"continue":"x"}}]}`, ""},
+		{`{"metadata":{"continue":""},"items":[]}`, ""},
+	} {
+		if got := continueOf([]byte(tc.body)); got != tc.want {
+			t.Errorf("continueOf(%q) = %q, want %q", tc.body, got, tc.want)
+		}
 	}
 }

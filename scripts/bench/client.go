@@ -72,6 +72,19 @@ var (
 		"Content-Type": {"application/json"},
 		"User-Agent":   {"edgeapi-bench"},
 	}
+	// hdrMergePatch and hdrApplyPatch are the PATCH bodies of the patch
+	// and apply workloads: JSON merge patch and server-side apply (YAML,
+	// of which JSON is a subset).
+	hdrMergePatch = http.Header{
+		"Accept":       {"application/json"},
+		"Content-Type": {"application/merge-patch+json"},
+		"User-Agent":   {"edgeapi-bench"},
+	}
+	hdrApplyPatch = http.Header{
+		"Accept":       {"application/json"},
+		"Content-Type": {"application/apply-patch+yaml"},
+		"User-Agent":   {"edgeapi-bench"},
+	}
 )
 
 // reqBody is a request body whose bytes belong to a worker and are reused
@@ -143,10 +156,18 @@ func statusOf(err error) int {
 // in 2xx is returned as *httpError with the start of the body.
 func (c *client) do(ctx context.Context, method, url string, body *reqBody, sink *bytes.Buffer) (int, int64, error) {
 	hdr := hdrJSON
+	if body != nil {
+		hdr = hdrJSONBody
+	}
+	return c.doHeader(ctx, method, url, hdr, body, sink)
+}
+
+// doHeader is do with the request headers given: one of the shared,
+// read-only maps above.
+func (c *client) doHeader(ctx context.Context, method, url string, hdr http.Header, body *reqBody, sink *bytes.Buffer) (int, int64, error) {
 	var rc io.ReadCloser
 	var n int64
 	if body != nil {
-		hdr = hdrJSONBody
 		rc = body
 		n = int64(body.r.Len())
 	}
@@ -278,6 +299,26 @@ func (t *configMapBody) appendUpdate(dst []byte, name string, rv []byte, counter
 	dst = append(dst, `"}`...)
 	dst = append(dst, t.payload...)
 	dst = append(dst, `,"counter":"`...)
+	dst = strconv.AppendInt(dst, counter, 10)
+	return append(dst, `"}}`...)
+}
+
+// appendApply appends the whole ConfigMap named name as its manager
+// applies it, with a counter in its data that changes on every apply.
+func (t *configMapBody) appendApply(dst []byte, name string, counter int64) []byte {
+	dst = append(dst, t.head...)
+	dst = append(dst, name...)
+	dst = append(dst, `"}`...)
+	dst = append(dst, t.payload...)
+	dst = append(dst, `,"counter":"`...)
+	dst = strconv.AppendInt(dst, counter, 10)
+	return append(dst, `"}}`...)
+}
+
+// appendMergePatch appends a JSON merge patch that sets the counter in a
+// ConfigMap's data.
+func appendMergePatch(dst []byte, counter int64) []byte {
+	dst = append(dst, `{"data":{"counter":"`...)
 	dst = strconv.AppendInt(dst, counter, 10)
 	return append(dst, `"}}`...)
 }

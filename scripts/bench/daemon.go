@@ -53,10 +53,10 @@ func freeLoopbackAddr() (string, error) {
 	return addr, l.Close()
 }
 
-// startDaemon runs `bin serve --data-dir dataDir --listen addr`, logging to
-// <dataDir>.log, and waits for /readyz. It returns the daemon and
-// the time from process start to the first 200 from /readyz.
-func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout time.Duration) (*daemon, time.Duration, error) {
+// startDaemon runs `bin serve --data-dir dataDir --listen addr [extra...]`,
+// logging to <dataDir>.log, and waits for /readyz. It returns the daemon
+// and the time from process start to the first 200 from /readyz.
+func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout time.Duration, extra ...string) (*daemon, time.Duration, error) {
 	d := &daemon{bin: bin, dataDir: dataDir, addr: addr, exited: make(chan struct{})}
 	d.logPath = filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".log")
 	f, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -64,7 +64,7 @@ func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout ti
 		return nil, 0, fmt.Errorf("open daemon log: %w", err)
 	}
 	d.logFile = f
-	d.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", addr)
+	d.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--listen", addr}, extra...)...)
 	d.cmd.Stdout = f
 	d.cmd.Stderr = f
 	// Its own process group, so a ^C to the benchmark reaches the daemon

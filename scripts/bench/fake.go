@@ -100,6 +100,7 @@ func (s *fakeServer) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/namespaces/{ns}/configmaps", s.list)
 	mux.HandleFunc("GET /api/v1/namespaces/{ns}/configmaps/{name}", s.get)
 	mux.HandleFunc("PUT /api/v1/namespaces/{ns}/configmaps/{name}", s.update)
+	mux.HandleFunc("PATCH /api/v1/namespaces/{ns}/configmaps/{name}", s.patch)
 	return mux
 }
 
@@ -210,6 +211,52 @@ func (s *fakeServer) update(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
+// patch merges the body's data into the stored object; an apply patch
+// creates the object when there is none. Enough for the patch and apply
+// workloads, not a real merge.
+func (s *fakeServer) patch(w http.ResponseWriter, r *http.Request) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	var p map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&p); err != nil {
+		fakeStatus(w, 400, "BadRequest", err.Error())
+		return
+	}
+	apply := r.Header.Get("Content-Type") == "application/apply-patch+yaml"
+	if apply && r.URL.Query().Get("fieldManager") == "" {
+		fakeStatus(w, 422, "Invalid", "fieldManager is required for apply patch")
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old, ok := s.objs[ns][name]
+	typ := "MODIFIED"
+	var obj map[string]any
+	switch {
+	case ok:
+		_ = json.Unmarshal(old, &obj)
+	case apply:
+		obj, typ = map[string]any{"metadata": map[string]any{"name": name}}, "ADDED"
+	default:
+		fakeStatus(w, 404, "NotFound", "not found")
+		return
+	}
+	data, _ := obj["data"].(map[string]any)
+	if data == nil {
+		data = map[string]any{}
+	}
+	pd, _ := p["data"].(map[string]any)
+	for k, v := range pd {
+		data[k] = v
+	}
+	obj["data"] = data
+	b := s.commitLocked(ns, name, typ, obj, obj["metadata"].(map[string]any))
+	w.Header().Set("Content-Type", "application/json")
+	if typ == "ADDED" {
+		w.WriteHeader(http.StatusCreated)
+	}
+	w.Write(b)
+}
+
 func (s *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 	ns := r.PathValue("ns")
 	if q := r.URL.Query(); q.Get("watch") == "1" || q.Get("watch") == "true" {
@@ -222,8 +269,21 @@ func (s *fakeServer) list(w http.ResponseWriter, r *http.Request) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// Paging: the continue token is the last name returned.
+	cont := ""
+	if after := r.URL.Query().Get("continue"); after != "" {
+		i := sort.SearchStrings(names, after)
+		for i < len(names) && names[i] <= after {
+			i++
+		}
+		names = names[i:]
+	}
+	if limit, _ := strconv.Atoi(r.URL.Query().Get("limit")); limit > 0 && len(names) > limit {
+		names = names[:limit]
+		cont = names[limit-1]
+	}
 	var buf bytes.Buffer
-	fmt.Fprintf(&buf, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"%d"},"items":[`, s.rev)
+	fmt.Fprintf(&buf, `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"%d","continue":%q},"items":[`, s.rev, cont)
 	for i, n := range names {
 		if i > 0 {
 			buf.WriteByte(',')

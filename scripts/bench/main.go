@@ -14,7 +14,8 @@
 //	go run ./scripts/bench --server http://127.0.0.1:6443 --pid 1234
 //
 // Workloads (--workloads, comma separated; see -help): create, get, rmw,
-// list by default; watch and big on request (--big adds big).
+// list by default; apply, patch, watch, watch-idle, watch-resume,
+// paged-list, compaction and big on request (--big adds big).
 //
 // The bench binary also answers `bench serve --data-dir DIR --listen ADDR`
 // with a small in-memory fake of the API, to test this tool and measure its
@@ -72,6 +73,16 @@ type config struct {
 	writeRate    int
 	watchWriters int
 
+	applyClients        int
+	patchClients        int
+	idleWatchers        int
+	bulkObjects         int
+	pageLimit           int
+	pagedLists          int
+	compactionRows      int
+	compactionPayload   int
+	compactionWriteRate int
+
 	jsonPath   string
 	commit     string
 	quiet      bool
@@ -100,7 +111,7 @@ func parseFlags(args []string) (config, error) {
 			if w.byDefault {
 				def = " (default)"
 			}
-			fmt.Fprintf(fs.Output(), "  %-7s %s%s\n", w.name, w.desc, def)
+			fmt.Fprintf(fs.Output(), "  %-12s %s%s\n", w.name, w.desc, def)
 		}
 		fmt.Fprintf(fs.Output(), "\nflags:\n")
 		fs.PrintDefaults()
@@ -134,6 +145,15 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.watchers, "watchers", 1000, "watch workload: concurrent watches on one namespace")
 	fs.IntVar(&cfg.writeRate, "write-rate", 1000, "watch workload: creates per second")
 	fs.IntVar(&cfg.watchWriters, "watch-writers", 32, "watch workload: writer goroutines sharing --write-rate")
+	fs.IntVar(&cfg.applyClients, "apply-clients", 16, "apply workload: concurrent field managers, each on its own object")
+	fs.IntVar(&cfg.patchClients, "patch-clients", 16, "patch workload: clients, each on its own object")
+	fs.IntVar(&cfg.idleWatchers, "idle-watchers", 10000, "watch-idle workload: idle watches held open")
+	fs.IntVar(&cfg.bulkObjects, "bulk-objects", 100_000, "watch-resume and paged-list: objects created in their shared namespace")
+	fs.IntVar(&cfg.pageLimit, "page-limit", 500, "paged-list workload: limit per page")
+	fs.IntVar(&cfg.pagedLists, "paged-lists", 3, "paged-list workload: sequential paged lists to time")
+	fs.IntVar(&cfg.compactionRows, "compaction-rows", 1_000_000, "compaction workload: change-log rows to compact")
+	fs.IntVar(&cfg.compactionPayload, "compaction-payload", 64, "compaction workload: bytes of data per ConfigMap of the fill")
+	fs.IntVar(&cfg.compactionWriteRate, "compaction-write-rate", 1000, "compaction workload: creates per second during the compaction")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: the one `bin version` prints, else git HEAD of the binary's repo)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines on stderr")
@@ -167,7 +187,10 @@ func parseFlags(args []string) (config, error) {
 		cfg.createClients = append(cfg.createClients, n)
 	}
 	if cfg.getClients < 1 || cfg.rmwClients < 1 || cfg.getObjects < 1 || cfg.listObjects < 1 ||
-		cfg.lists < 1 || cfg.watchers < 1 || cfg.writeRate < 1 || cfg.watchWriters < 1 || cfg.bigObjects < 1 {
+		cfg.lists < 1 || cfg.watchers < 1 || cfg.writeRate < 1 || cfg.watchWriters < 1 || cfg.bigObjects < 1 ||
+		cfg.applyClients < 1 || cfg.patchClients < 1 || cfg.idleWatchers < 1 || cfg.bulkObjects < 1 ||
+		cfg.pageLimit < 1 || cfg.pagedLists < 1 || cfg.compactionRows < 1 || cfg.compactionPayload < 0 ||
+		cfg.compactionWriteRate < 1 {
 		return cfg, errors.New("counts and rates must be positive")
 	}
 	if cfg.duration <= 0 || cfg.maxOps < 1 {
@@ -208,6 +231,9 @@ func run(ctx context.Context, args []string) error {
 				"get_clients": cfg.getClients, "get_objects": cfg.getObjects,
 				"rmw_clients": cfg.rmwClients, "list_objects": cfg.listObjects, "lists": cfg.lists,
 				"big_objects": cfg.bigObjects, "watchers": cfg.watchers, "write_rate": cfg.writeRate,
+				"apply_clients": cfg.applyClients, "patch_clients": cfg.patchClients,
+				"idle_watchers": cfg.idleWatchers, "bulk_objects": cfg.bulkObjects, "page_limit": cfg.pageLimit,
+				"compaction_rows": cfg.compactionRows, "compaction_write_rate": cfg.compactionWriteRate,
 			},
 		},
 	}
@@ -289,7 +315,7 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 	for _, n := range b.cfg.createClients {
 		maxConns = max(maxConns, n)
 	}
-	maxConns = max(maxConns, b.cfg.getClients, b.cfg.rmwClients, b.cfg.watchWriters)
+	maxConns = max(maxConns, b.cfg.getClients, b.cfg.rmwClients, b.cfg.watchWriters, b.cfg.applyClients, b.cfg.patchClients)
 	b.c = newClient(b.base, maxConns)
 	defer b.c.close()
 

@@ -40,6 +40,8 @@ type watcher struct {
 	errors   atomic.Int64 // ERROR events
 	errorMsg string       // first ERROR event or failure; read after the watcher ends
 	closed   atomic.Bool  // the stream ended (by the server, or by us at the end)
+	// bufSize is the line buffer's size; 0 means watchReadBuffer.
+	bufSize int
 }
 
 var sentKey = []byte(`"` + sentAnnotation + `":"`)
@@ -65,7 +67,11 @@ var errorEvent = []byte(`"type":"ERROR"`)
 // run reads events from body until it ends, recording for each event of
 // ours the delay from the writer's send time to its arrival here.
 func (w *watcher) run(body io.Reader) {
-	br := bufio.NewReaderSize(body, watchReadBuffer)
+	size := w.bufSize
+	if size == 0 {
+		size = watchReadBuffer
+	}
+	br := bufio.NewReaderSize(body, size)
 	var long []byte
 	for {
 		line, err := br.ReadSlice('\n')
@@ -126,53 +132,17 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 
-	// Connect the watchers, at most watchDialConcurrency at a time.
-	ws := make([]*watcher, nWatchers)
-	var connected, failed atomic.Int64
-	var connectWG, doneWG sync.WaitGroup
-	dialSem := make(chan struct{}, watchDialConcurrency)
-	connectStart := time.Now()
-	for i := range ws {
-		w := &watcher{hist: newHistogram()}
-		ws[i] = w
-		connectWG.Add(1)
-		doneWG.Add(1)
-		go func() {
-			defer doneWG.Done()
-			dialSem <- struct{}{}
-			req, _ := http.NewRequestWithContext(watchCtx, http.MethodGet, watchURL, nil)
-			req.Header = hdrJSON
-			resp, err := tr.RoundTrip(req)
-			<-dialSem
-			if err != nil || resp.StatusCode != http.StatusOK {
-				if err == nil {
-					msg, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
-					resp.Body.Close()
-					err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
-				}
-				w.errorMsg = "watch: " + err.Error()
-				w.closed.Store(true)
-				failed.Add(1)
-				connectWG.Done()
-				return
-			}
-			connected.Add(1)
-			connectWG.Done()
-			defer resp.Body.Close()
-			w.run(resp.Body)
-		}()
-	}
-	allConnected := make(chan struct{})
-	go func() { connectWG.Wait(); close(allConnected) }()
+	ws, cs := connectWatchers(watchCtx, tr, watchURL, nWatchers, 0)
 	select {
-	case <-allConnected:
+	case <-cs.all:
 	case <-time.After(DefaultWatchConnectTimeout):
 		b.logf("watch: %d of %d watchers connected after %s; writing anyway",
-			connected.Load(), nWatchers, DefaultWatchConnectTimeout)
+			cs.connected.Load(), nWatchers, DefaultWatchConnectTimeout)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	connectTime := time.Since(connectStart)
+	connected, failed, doneWG := &cs.connected, &cs.failed, &cs.done
+	connectTime := time.Since(cs.start)
 	b.logf("watch: %d watchers connected (%d failed) in %s", connected.Load(), failed.Load(), connectTime.Round(time.Millisecond))
 	if connected.Load() == 0 {
 		stopWatches()
@@ -185,21 +155,7 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	writes := pr.ok
 
 	// Wait for every connected watcher to see every successful write.
-	drainStart := time.Now()
-	deadline := drainStart.Add(DefaultWatchDrainTimeout)
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		done := true
-		for _, w := range ws {
-			if !w.closed.Load() && w.events.Load() < writes {
-				done = false
-				break
-			}
-		}
-		if done {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitDelivered(ctx, ws, writes, DefaultWatchDrainTimeout)
 	var closedEarly int64
 	for _, w := range ws {
 		if w.closed.Load() {
@@ -251,6 +207,82 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	b.logResult(r)
 	b.logResult(wr)
 	return []Result{r, wr}, nil
+}
+
+// watchConns tracks the watchers connectWatchers started.
+type watchConns struct {
+	start             time.Time
+	connected, failed atomic.Int64
+	// all is closed once every watcher has its response headers or failed.
+	all chan struct{}
+	// done is waited on for every watcher's reader to end (cancel the
+	// context given to connectWatchers first).
+	done sync.WaitGroup
+}
+
+// connectWatchers opens n watches of url, at most watchDialConcurrency
+// connects at a time, each read by its own goroutine until ctx ends or
+// the server ends the stream. bufSize is each reader's line buffer (0 for
+// the default).
+func connectWatchers(ctx context.Context, tr *http.Transport, url string, n, bufSize int) ([]*watcher, *watchConns) {
+	ws := make([]*watcher, n)
+	cs := &watchConns{start: time.Now(), all: make(chan struct{})}
+	var connectWG sync.WaitGroup
+	dialSem := make(chan struct{}, watchDialConcurrency)
+	for i := range ws {
+		w := &watcher{hist: newHistogram(), bufSize: bufSize}
+		ws[i] = w
+		connectWG.Add(1)
+		cs.done.Add(1)
+		go func() {
+			defer cs.done.Done()
+			dialSem <- struct{}{}
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			req.Header = hdrJSON
+			resp, err := tr.RoundTrip(req)
+			<-dialSem
+			if err != nil || resp.StatusCode != http.StatusOK {
+				if err == nil {
+					msg, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+					resp.Body.Close()
+					err = fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
+				}
+				w.errorMsg = "watch: " + err.Error()
+				w.closed.Store(true)
+				cs.failed.Add(1)
+				connectWG.Done()
+				return
+			}
+			cs.connected.Add(1)
+			connectWG.Done()
+			defer resp.Body.Close()
+			w.run(resp.Body)
+		}()
+	}
+	go func() { connectWG.Wait(); close(cs.all) }()
+	return ws, cs
+}
+
+// waitDelivered waits until every watcher that is still open has received
+// at least want events, or timeout passes; it reports whether all did.
+func waitDelivered(ctx context.Context, ws []*watcher, want int64, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for {
+		done := true
+		for _, w := range ws {
+			if !w.closed.Load() && w.events.Load() < want {
+				done = false
+				break
+			}
+		}
+		if done {
+			return true
+		}
+		if !time.Now().Before(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // paceWrites creates ConfigMaps in ns at cfg.writeRate for cfg.duration,

@@ -28,7 +28,13 @@ var workloads = []workload{
 	{"get", "GET random existing ConfigMaps by name at --get-clients", true, runGet},
 	{"rmw", "read-modify-write: GET then PUT with that resourceVersion, each client on its own object, retry on 409", true, runRMW},
 	{"list", "sequential full LISTs of --list-objects ConfigMaps in one namespace", true, runList},
+	{"apply", "server-side apply: --apply-clients managers each re-apply their own ~1 KiB ConfigMap with a changing value", false, runApply},
+	{"patch", "JSON merge PATCH of one data key, --patch-clients clients each on its own object", false, runPatch},
 	{"watch", "--watchers watches on one namespace while a writer creates at --write-rate; per-event delivery latency", false, runWatch},
+	{"watch-idle", "RSS with --idle-watchers idle watches open, then one event delivered to all", false, runWatchIdle},
+	{"watch-resume", "a watch from --bulk-objects events back (beyond the ring: the change log) catches up; events/s", false, runWatchResume},
+	{"paged-list", "full LIST of --bulk-objects ConfigMaps at --page-limit per page, following continue tokens", false, runPagedList},
+	{"compaction", "write latency while --compaction-rows change-log rows are compacted (own daemon, restarted)", false, runCompaction},
 	{"big", "RSS with --big-objects ConfigMaps stored, and restart-to-ready time with them (also --big)", false, runBig},
 }
 
