@@ -64,26 +64,38 @@ func parseWriteOptions(q url.Values, optionsKind string) (writeOptions, error) {
 	return o, nil
 }
 
-func (s *Server) handleCreate(r *request) error {
+// decodeWrite parses the write options (optionsKind names them in errors:
+// CreateOptions, UpdateOptions) and decodes the request body into an object
+// of r's kind, adding unknown-field warnings to the response.
+func (s *Server) decodeWrite(r *request, optionsKind string) (runtime.Object, writeOptions, error) {
 	c := r.c
-	k := r.kind
-	opts, err := parseWriteOptions(c.Request().URL.Query(), "CreateOptions")
+	opts, err := parseWriteOptions(c.Request().URL.Query(), optionsKind)
 	if err != nil {
-		return s.writeError(c, err)
+		return nil, opts, err
 	}
 	enc, ok := bodyEncoding(c.Request().Header.Get("Content-Type"))
 	if !ok {
-		return s.writeError(c, errUnsupportedMediaType(c.Request().Header.Get("Content-Type")))
+		return nil, opts, errUnsupportedMediaType(c.Request().Header.Get("Content-Type"))
 	}
 	body, err := s.readBody(c)
 	if err != nil {
-		return s.writeError(c, err)
+		return nil, opts, err
 	}
-	obj, warnings, err := s.decodeBody(k, body, enc, opts.fieldValidation)
+	obj, warnings, err := s.decodeBody(r.kind, body, enc, opts.fieldValidation)
+	if err != nil {
+		return nil, opts, err
+	}
+	addWarnings(c, warnings)
+	return obj, opts, nil
+}
+
+func (s *Server) handleCreate(r *request) error {
+	c := r.c
+	k := r.kind
+	obj, opts, err := s.decodeWrite(r, "CreateOptions")
 	if err != nil {
 		return s.writeError(c, err)
 	}
-	addWarnings(c, warnings)
 	manager := managerName(opts.fieldManager, c.Request().UserAgent())
 	out, created, err := s.createObject(c.Request().Context(), r, obj, manager, opts.dryRun)
 	if err != nil {

@@ -214,19 +214,7 @@ func stripManagedTimes(obj runtime.Object) runtime.Object {
 func (s *Server) handleUpdate(r *request) error {
 	c := r.c
 	k := r.kind
-	opts, err := parseWriteOptions(c.Request().URL.Query(), "UpdateOptions")
-	if err != nil {
-		return s.writeError(c, err)
-	}
-	enc, ok := bodyEncoding(c.Request().Header.Get("Content-Type"))
-	if !ok {
-		return s.writeError(c, errUnsupportedMediaType(c.Request().Header.Get("Content-Type")))
-	}
-	body, err := s.readBody(c)
-	if err != nil {
-		return s.writeError(c, err)
-	}
-	obj, warnings, err := s.decodeBody(k, body, enc, opts.fieldValidation)
+	obj, opts, err := s.decodeWrite(r, "UpdateOptions")
 	if err != nil {
 		return s.writeError(c, err)
 	}
@@ -236,7 +224,6 @@ func (s *Server) handleUpdate(r *request) error {
 	if err := checkNamespace(k, accessor(obj), r.ri.Namespace); err != nil {
 		return s.writeError(c, err)
 	}
-	addWarnings(c, warnings)
 	manager := managerName(opts.fieldManager, c.Request().UserAgent())
 	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
