@@ -68,6 +68,9 @@ type serveConfig struct {
 	EventTTL           duration `json:"event-ttl"`
 	CompactionInterval duration `json:"compaction-interval"`
 	MaxRequestBody     byteSize `json:"max-request-body"`
+	// DebugPprof, when set, is a loopback host:port serving net/http/pprof
+	// for profiling; empty (the default) serves nothing.
+	DebugPprof string `json:"debug-pprof"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -99,6 +102,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.EventTTL, "event-ttl", "keep Events for this `duration` (e.g. 1h, 90m)")
 	fs.Var(&cfg.CompactionInterval, "compaction-interval", "compact the change log at this `interval` (e.g. 5m)")
 	fs.Var(&cfg.MaxRequestBody, "max-request-body", "reject request bodies larger than this `size` in bytes (e.g. 3145728 or 3Mi)")
+	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over plain HTTP.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -171,7 +175,23 @@ func (c *serveConfig) validate() error {
 	if c.MaxRequestBody <= 0 {
 		return fmt.Errorf("invalid max-request-body %v: must be positive", c.MaxRequestBody)
 	}
+	if c.DebugPprof != "" && !isLoopback(c.DebugPprof) {
+		return fmt.Errorf("invalid debug-pprof %q: must be a loopback host:port (127.0.0.1, ::1, localhost)", c.DebugPprof)
+	}
 	return nil
+}
+
+// isLoopback reports whether addr is host:port with a loopback host.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // duration is a time.Duration written as "90s" or "1h" both on the command

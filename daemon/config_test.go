@@ -80,6 +80,12 @@ max-request-body: 1Mi
 		{name: "bad listen", args: []string{"--listen", "6443"}, wantErr: "invalid listen address"},
 		{name: "zero ttl", args: []string{"--event-ttl", "0s"}, wantErr: "invalid event-ttl"},
 		{name: "bad size", args: []string{"--max-request-body", "lots"}, wantErr: "parse size"},
+		{
+			name: "debug-pprof on loopback",
+			args: []string{"--debug-pprof", "127.0.0.1:6060"},
+			want: func(c *serveConfig) { c.DebugPprof = "127.0.0.1:6060" },
+		},
+		{name: "debug-pprof off loopback", args: []string{"--debug-pprof", "0.0.0.0:6060"}, wantErr: "invalid debug-pprof"},
 		{name: "unknown flag", args: []string{"--bogus"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}

@@ -152,6 +152,15 @@ func (d *daemon) run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(d.ln) }()
 
+	if d.cfg.DebugPprof != "" {
+		stopPprof, err := startPprof(d.cfg.DebugPprof, d.log.Named("pprof"))
+		if err != nil {
+			d.log.Warn("debug-pprof not served", zap.Error(err))
+		} else {
+			defer stopPprof()
+		}
+	}
+
 	// The compactor runs until shutdown begins; it stops before the store
 	// closes.
 	compactCtx, stopCompactor := context.WithCancel(context.Background())

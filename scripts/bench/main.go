@@ -50,6 +50,8 @@ type config struct {
 	bin      string
 	pid      int
 	keepData bool
+	// daemonArgs are added to `serve` of the main daemon this tool starts.
+	daemonArgs []string
 	// readyTimeout bounds each wait for a started daemon's /readyz.
 	readyTimeout time.Duration
 
@@ -128,6 +130,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.bin, "bin", "bin/edgeapi", "edgeapi binary to start as `serve --data-dir TMP --listen 127.0.0.1:PORT`")
 	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", DefaultReadyTimeout, "how long a started daemon gets to answer /readyz 200")
+	daemonArgs := fs.String("daemon-args", "", "extra space-separated serve arguments for the main daemon this tool starts (not the big or compaction ones) (e.g. \"--debug-pprof 127.0.0.1:6060\")")
 	fs.BoolVar(&cfg.keepData, "keep-data", false, "keep the temporary data dirs and daemon logs")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "duration of each timed workload")
 	fs.Int64Var(&cfg.maxOps, "max-ops", 5_000_000, "upper bound on operations per timed workload")
@@ -164,6 +167,7 @@ func parseFlags(args []string) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	cfg.daemonArgs = strings.Fields(*daemonArgs)
 	seen := map[string]bool{}
 	for _, name := range strings.Split(*wl, ",") {
 		name = strings.TrimSpace(name)
@@ -271,7 +275,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		d, startup, err := startDaemon(ctx, bin, filepath.Join(b.tmpDir, "data"), addr, cfg.readyTimeout)
+		d, startup, err := startDaemon(ctx, bin, filepath.Join(b.tmpDir, "data"), addr, cfg.readyTimeout, cfg.daemonArgs...)
 		if err != nil {
 			return err
 		}
