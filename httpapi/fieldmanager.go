@@ -8,15 +8,16 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/edgeapi/edgeapi/httpapi/internal/applyschema"
 	"github.com/edgeapi/edgeapi/registry"
 )
 
 // fieldManagers builds and caches one managedfields.FieldManager per served
-// kind and subresource. The type converter (the built-in kinds' schemas) is
-// parsed on first use, not at start-up.
+// kind and subresource. The type converter holds the schemas of the served
+// kinds only (applyschema: 22 types where client-go's has every built-in
+// type, several MiB once parsed); it is parsed on first use.
 type fieldManagers struct {
 	tcOnce sync.Once
 	tc     managedfields.TypeConverter
@@ -36,7 +37,7 @@ func newFieldManagers() *fieldManagers {
 }
 
 func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
-	f.tcOnce.Do(func() { f.tc = applyconfigurations.NewTypeConverter(registry.Scheme) })
+	f.tcOnce.Do(func() { f.tc = applyschema.NewTypeConverter(registry.Scheme) })
 	return f.tc
 }
 

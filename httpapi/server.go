@@ -123,7 +123,7 @@ func (s *Server) Start(ctx context.Context) error {
 		defer s.wg.Done()
 		s.runEventExpiry(ctx)
 	}()
-	// Parse the built-in schemas off the request path.
+	// Parse the served kinds' schemas off the request path.
 	go s.fieldManagers.typeConverter()
 	return nil
 }
