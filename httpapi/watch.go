@@ -26,6 +26,9 @@ var (
 	// client that stops reading has its stream closed instead of holding a
 	// handler (and shutdown) forever.
 	watchWriteTimeout = 30 * time.Second
+	// preTimeoutBookmark is how long before a watch's timeout its last
+	// BOOKMARK is sent, so the client resumes from a fresh revision.
+	preTimeoutBookmark = 2 * time.Second
 	// minWatchTimeout is the lower end of the server-side watch timeout,
 	// randomized up to twice as long, as kube-apiserver's
 	// --min-request-timeout.
@@ -157,11 +160,23 @@ func (s *Server) handleWatch(r *request) error {
 	}()
 	// delivered is the revision of the last event written (or the start).
 	delivered := startRev
+	// Bookmarks come every bookmarkInterval and once more shortly before
+	// the watch times out, as kube-apiserver's watch cache sends them.
 	var bookmarks <-chan time.Time
+	var bookmarkTimer *time.Timer
+	end := time.Now().Add(timeout)
+	nextBookmark := func() {
+		next := time.Until(end.Add(-preTimeoutBookmark))
+		if next <= 0 || next > bookmarkInterval {
+			next = bookmarkInterval
+		}
+		bookmarkTimer.Reset(next)
+	}
 	if opts.AllowWatchBookmarks {
-		t := time.NewTicker(bookmarkInterval)
-		defer t.Stop()
-		bookmarks = t.C
+		bookmarkTimer = time.NewTimer(time.Hour)
+		defer bookmarkTimer.Stop()
+		nextBookmark()
+		bookmarks = bookmarkTimer.C
 	}
 	for {
 		select {
@@ -174,6 +189,7 @@ func (s *Server) handleWatch(r *request) error {
 		case <-bookmarks:
 			ws.writeBookmark(w.ProgressRev(delivered), false)
 			resp.Flush()
+			nextBookmark()
 		case err := <-errc:
 			if errors.Is(err, store.ErrCompacted) {
 				ws.writeError(tooOldResourceVersion(w.Rev(), s.cfg.Store.CompactedRev()))
