@@ -252,6 +252,10 @@ func TestDryRun_Writes(t *testing.T) {
 		if !apierrors.IsConflict(err) {
 			t.Errorf("dry-run update with a stale resourceVersion: %v, want Conflict", err)
 		}
+		// A dry-run apply reports field conflicts like a real one: k
+		// belongs to the creator's Update entry.
+		_, err = c.Apply(ctx, corev1ac.ConfigMap("real", ns).WithData(map[string]string{"k": "other"}), metav1.ApplyOptions{FieldManager: "dry", DryRun: dryRunAll})
+		wantApplyConflict(t, err, `Apply failed with 1 conflict: conflict with "edgeapi-e2e" using v1: .data.k`, conflictCause(".data.k", `"edgeapi-e2e" using v1`))
 		// And a dry-run delete of a missing object is 404.
 		if err := c.Delete(ctx, "missing", metav1.DeleteOptions{DryRun: dryRunAll}); !apierrors.IsNotFound(err) {
 			t.Errorf("dry-run delete of a missing object: %v, want NotFound", err)

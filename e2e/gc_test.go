@@ -3,11 +3,13 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -514,6 +516,27 @@ func TestGarbageCollector_Graphs(t *testing.T) {
 		waitCMGone(t, cs, ns, "dep")
 	})
 
+	t.Run("dependents of every kind", func(t *testing.T) {
+		const ns = "gc-kinds"
+		createNamespace(t, cs, ns)
+		owner := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}})
+		refs := []metav1.OwnerReference{ownerRef(owner, false)}
+		if _, err := cs.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "lease", OwnerReferences: refs}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create lease: %v", err)
+		}
+		if _, err := cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "ev", OwnerReferences: refs},
+			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "owner"}, Reason: "Test", Message: "m", Type: corev1.EventTypeNormal}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create event: %v", err)
+		}
+		if _, err := cs.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "secret", OwnerReferences: refs}}, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create secret: %v", err)
+		}
+		deleteWith(t, cs, ns, "owner", metav1.DeletePropagationBackground)
+		waitGone(t, "lease", func() error { _, err := cs.CoordinationV1().Leases(ns).Get(ctx, "lease", metav1.GetOptions{}); return err })
+		waitGone(t, "event", func() error { _, err := cs.CoreV1().Events(ns).Get(ctx, "ev", metav1.GetOptions{}); return err })
+		waitGone(t, "secret", func() error { _, err := cs.CoreV1().Secrets(ns).Get(ctx, "secret", metav1.GetOptions{}); return err })
+	})
+
 	t.Run("cluster-scoped owner", func(t *testing.T) {
 		// A namespaced dependent may have a cluster-scoped owner.
 		const ns = "gc-ns-dependent"
@@ -557,5 +580,89 @@ func TestGarbageCollector_Graphs(t *testing.T) {
 		waitCMGone(t, cs, ns, "early")
 		mustGetCM(t, cs, ns, "current")
 		mustGetCM(t, cs, ns, "owner")
+	})
+}
+
+// TestDelete_PropagationOptions checks the answers of deletes with each
+// propagation option and the finalizers they leave on the owner.
+func TestDelete_PropagationOptions(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	cs := d.Clientset()
+	ctx := context.Background()
+	const ns = "delete-options"
+	createNamespace(t, cs, ns)
+	c := cs.CoreV1().ConfigMaps(ns)
+	base := "/api/v1/namespaces/" + ns + "/configmaps/"
+
+	t.Run("Foreground answers the object", func(t *testing.T) {
+		owner := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fg"}})
+		mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fg-dep", Finalizers: []string{holdFinalizer}, OwnerReferences: []metav1.OwnerReference{ownerRef(owner, true)}}})
+		r := sendRaw(t, d, http.MethodDelete, base+"fg?propagationPolicy=Foreground", "", nil)
+		cm := decodeCM(t, "foreground DELETE", r, http.StatusOK)
+		if cm.DeletionTimestamp == nil || cm.DeletionGracePeriodSeconds == nil || *cm.DeletionGracePeriodSeconds != 0 || !reflect.DeepEqual(cm.Finalizers, []string{metav1.FinalizerDeleteDependents}) {
+			t.Errorf("foreground DELETE answer: deletionTimestamp %v grace %v finalizers %v, want set, 0, [foregroundDeletion]", cm.DeletionTimestamp, cm.DeletionGracePeriodSeconds, cm.Finalizers)
+		}
+		waitDeleting(t, cs, ns, "fg-dep")
+		releaseCM(t, cs, ns, "fg-dep")
+		waitCMGone(t, cs, ns, "fg")
+	})
+
+	t.Run("Foreground without dependents", func(t *testing.T) {
+		mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "lonely"}})
+		deleteWith(t, cs, ns, "lonely", metav1.DeletePropagationForeground)
+		waitCMGone(t, cs, ns, "lonely")
+	})
+
+	t.Run("Background answers a Status", func(t *testing.T) {
+		cm := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bg"}})
+		r := sendRaw(t, d, http.MethodDelete, base+"bg?propagationPolicy=Background", "", nil)
+		wantStatusBody(t, "background DELETE", r, http.StatusOK, fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","details":{"name":"bg","kind":"configmaps","uid":%q}}`, cm.UID))
+	})
+
+	t.Run("Orphan keeps other finalizers", func(t *testing.T) {
+		owner := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "orph", Finalizers: []string{"example.com/mine"}}})
+		mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "orph-dep", OwnerReferences: []metav1.OwnerReference{ownerRef(owner, true)}}})
+		r := sendRaw(t, d, http.MethodDelete, base+"orph?propagationPolicy=Orphan", "", nil)
+		cm := decodeCM(t, "orphan DELETE", r, http.StatusOK)
+		if want := []string{"example.com/mine", metav1.FinalizerOrphanDependents}; !reflect.DeepEqual(cm.Finalizers, want) || cm.DeletionTimestamp == nil {
+			t.Errorf("orphan DELETE answer: finalizers %v deletionTimestamp %v, want %v and a deletionTimestamp", cm.Finalizers, cm.DeletionTimestamp, want)
+		}
+		waitFor(t, "the collector to orphan orph-dep", func() bool {
+			return len(mustGetCM(t, cs, ns, "orph-dep").OwnerReferences) == 0
+		})
+		waitFor(t, "the orphan finalizer to be removed", func() bool {
+			return reflect.DeepEqual(mustGetCM(t, cs, ns, "orph").Finalizers, []string{"example.com/mine"})
+		})
+		if got := mustGetCM(t, cs, ns, "orph"); got.DeletionTimestamp == nil {
+			t.Error("owner lost its deletionTimestamp")
+		}
+		releaseCM(t, cs, ns, "orph")
+		waitCMGone(t, cs, ns, "orph")
+		mustGetCM(t, cs, ns, "orph-dep")
+	})
+
+	t.Run("deprecated orphanDependents", func(t *testing.T) {
+		for _, orphan := range []bool{true, false} {
+			name := fmt.Sprintf("od-%v", orphan)
+			owner := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}})
+			mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name + "-dep", OwnerReferences: []metav1.OwnerReference{ownerRef(owner, false)}}})
+			if err := c.Delete(ctx, name, metav1.DeleteOptions{OrphanDependents: ptr(orphan)}); err != nil {
+				t.Fatalf("delete orphanDependents=%v: %v", orphan, err)
+			}
+			waitCMGone(t, cs, ns, name)
+			if orphan {
+				waitFor(t, "the dependent to be orphaned", func() bool {
+					return len(mustGetCM(t, cs, ns, name+"-dep").OwnerReferences) == 0
+				})
+			} else {
+				waitCMGone(t, cs, ns, name+"-dep")
+			}
+		}
+		mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "both"}})
+		r := sendRaw(t, d, http.MethodDelete, base+"both", "application/json", []byte(`{"kind":"DeleteOptions","apiVersion":"v1","orphanDependents":true,"propagationPolicy":"Background"}`))
+		wantStatusBody(t, "orphanDependents and propagationPolicy together", r, http.StatusUnprocessableEntity,
+			`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Invalid value: \"Background\": orphanDependents and deletionPropagation cannot be both set","reason":"Invalid","details":{"group":"meta.k8s.io","kind":"DeleteOptions","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: \"Background\": orphanDependents and deletionPropagation cannot be both set","field":"propagationPolicy"}]},"code":422}`)
+		mustGetCM(t, cs, ns, "both")
 	})
 }

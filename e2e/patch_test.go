@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func wantStatusBody(t *testing.T, what string, r httpResult, code int, want stri
 }
 
 // TestConfigMap_PatchStorm has many goroutines add their own key to one
-// ConfigMap with merge patches at the same time. Patches without a
+// ConfigMap with merge, JSON and strategic merge patches at the same time. Patches without a
 // resourceVersion precondition never fail with a conflict (kube-apiserver
 // retries them against the latest object), no key is lost, and each patch
 // is exactly one new resourceVersion and one watch event.
@@ -138,8 +139,15 @@ func TestConfigMap_PatchStorm(t *testing.T) {
 			<-barrier
 			for i := 0; i < perWriter; i++ {
 				key := fmt.Sprintf("w%02d-%02d", g, i)
-				patch := fmt.Sprintf(`{"data":{%q:"v"}}`, key)
-				got, err := c.Patch(ctx, "storm", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+				// Writers use the three patch types in turn.
+				pt, patch := types.MergePatchType, fmt.Sprintf(`{"data":{%q:"v"}}`, key)
+				switch g % 3 {
+				case 1:
+					pt, patch = types.JSONPatchType, fmt.Sprintf(`[{"op":"add","path":"/data/%s","value":"v"}]`, key)
+				case 2:
+					pt = types.StrategicMergePatchType
+				}
+				got, err := c.Patch(ctx, "storm", pt, []byte(patch), metav1.PatchOptions{})
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, fmt.Errorf("patch %s: %w", key, err))
@@ -492,4 +500,55 @@ func TestPatch_OtherKinds(t *testing.T) {
 			t.Errorf("name label after setting it to another value = %q, want %q", got.Labels["kubernetes.io/metadata.name"], ns)
 		}
 	})
+}
+
+// TestPatch_Options checks PatchOptions validation: force only with apply,
+// fieldManager length and characters.
+func TestPatch_Options(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	cs := d.Clientset()
+	const ns = "patch-options"
+	createNamespace(t, cs, ns)
+	if _, err := cs.CoreV1().ConfigMaps(ns).Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"x": "y"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	path := "/api/v1/namespaces/" + ns + "/configmaps/a"
+	// invalid is kube-apiserver's answer to options that fail validation
+	// (errors.NewInvalid on the options kind, as in s19 and s22).
+	invalid := func(kind, field, reason, msg string) string {
+		q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
+		return fmt.Sprintf(`{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":%s,"reason":"Invalid","details":{"group":"meta.k8s.io","kind":%s,"causes":[{"reason":%s,"message":%s,"field":%s}]},"code":422}`,
+			q(kind+`.meta.k8s.io "" is invalid: `+field+": "+msg), q(kind), q(reason), q(msg), q(field))
+	}
+	const tabMsg = `Invalid value: "bad\tname": invalid character U+0009 (at position 3)`
+	for _, ct := range []string{"application/merge-patch+json", "application/strategic-merge-patch+json"} {
+		r := sendRaw(t, d, http.MethodPatch, path+"?force=true", ct, []byte(`{"data":{"k":"v"}}`))
+		wantStatusBody(t, ct+" with force", r, http.StatusUnprocessableEntity, invalid("PatchOptions", "force", "FieldValueForbidden", "Forbidden: may not be specified for non-apply patch"))
+	}
+	long := strings.Repeat("m", 129)
+	r := sendRaw(t, d, http.MethodPatch, path+"?fieldManager="+long, "application/merge-patch+json", []byte(`{"data":{"k":"v"}}`))
+	wantStatusBody(t, "merge patch with a 129-byte fieldManager", r, http.StatusUnprocessableEntity, invalid("PatchOptions", "fieldManager", "FieldValueTooLong", "Too long: may not be more than 128 bytes"))
+	r = sendRaw(t, d, http.MethodPost, "/api/v1/namespaces/"+ns+"/configmaps?fieldManager=bad%09name", "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"b"}}`))
+	wantStatusBody(t, "create with a tab in fieldManager", r, http.StatusUnprocessableEntity, invalid("CreateOptions", "fieldManager", "FieldValueInvalid", tabMsg))
+	r = sendRaw(t, d, http.MethodPut, path+"?fieldManager=bad%09name", "application/json", []byte(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"x":"z"}}`))
+	wantStatusBody(t, "update with a tab in fieldManager", r, http.StatusUnprocessableEntity, invalid("UpdateOptions", "fieldManager", "FieldValueInvalid", tabMsg))
+	r = sendRaw(t, d, http.MethodPatch, path+"?fieldManager=bad%09name", "application/merge-patch+json", []byte(`{"data":{"x":"w"}}`))
+	wantStatusBody(t, "patch with a tab in fieldManager", r, http.StatusUnprocessableEntity, invalid("PatchOptions", "fieldManager", "FieldValueInvalid", tabMsg))
+	if l, err := cs.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{}); err != nil || len(l.Items) != 1 || !reflect.DeepEqual(l.Items[0].Data, map[string]string{"x": "y"}) {
+		t.Errorf("after the rejected requests: %+v %v, want only a with x=y", l, err)
+	}
+	// A 128-byte manager is fine and recorded.
+	ok := strings.Repeat("m", 128)
+	got, err := cs.CoreV1().ConfigMaps(ns).Patch(context.Background(), "a", types.MergePatchType, []byte(`{"data":{"long":"v"}}`), metav1.PatchOptions{FieldManager: ok})
+	if err != nil {
+		t.Fatalf("merge patch with a 128-byte fieldManager: %v", err)
+	}
+	found := false
+	for _, e := range got.ManagedFields {
+		found = found || e.Manager == ok
+	}
+	if !found {
+		t.Errorf("128-byte manager not recorded: %+v", got.ManagedFields)
+	}
 }
