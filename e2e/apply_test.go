@@ -388,7 +388,7 @@ func TestConfigMap_ClearManagedFields(t *testing.T) {
 				t.Fatalf("apply after clearing: %v", err)
 			}
 			wantOwned(t, "apply after clearing", app.ManagedFields, map[string]string{
-				"applier Apply v1":              `{"f:metadata":{"f:labels":{"f:app":{}}}}`,
+				"applier Apply v1":             `{"f:metadata":{"f:labels":{"f:app":{}}}}`,
 				"before-first-apply Update v1": `{"f:data":{".":{},"f:k":{}},"f:metadata":{"f:labels":{".":{},"f:app":{},"f:later":{}}}}`,
 			})
 		})

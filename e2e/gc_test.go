@@ -532,7 +532,10 @@ func TestGarbageCollector_Graphs(t *testing.T) {
 			t.Fatalf("create secret: %v", err)
 		}
 		deleteWith(t, cs, ns, "owner", metav1.DeletePropagationBackground)
-		waitGone(t, "lease", func() error { _, err := cs.CoordinationV1().Leases(ns).Get(ctx, "lease", metav1.GetOptions{}); return err })
+		waitGone(t, "lease", func() error {
+			_, err := cs.CoordinationV1().Leases(ns).Get(ctx, "lease", metav1.GetOptions{})
+			return err
+		})
 		waitGone(t, "event", func() error { _, err := cs.CoreV1().Events(ns).Get(ctx, "ev", metav1.GetOptions{}); return err })
 		waitGone(t, "secret", func() error { _, err := cs.CoreV1().Secrets(ns).Get(ctx, "secret", metav1.GetOptions{}); return err })
 	})
