@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
@@ -23,8 +22,6 @@ import (
 // ways to clear managedFields. kube-apiserver's answers are the golden
 // transcripts s19-ssa-basics and s20-ssa-conflicts in ../shared/apidiff and
 // apimachinery's managedfields package, which kube-apiserver runs.
-
-var configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 
 // ownedFields returns an object's managedFields as
 // "manager operation apiVersion" → fieldsV1 in canonical JSON. It fails t if
