@@ -5,11 +5,8 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/edgeapi/edgeapi/store"
@@ -20,10 +17,6 @@ import (
 func (s *Server) handleApply(r *request, opts writeOptions) error {
 	c := r.c
 	k := r.kind
-	if opts.fieldManager == "" {
-		return s.writeError(c, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "PatchOptions"}, "",
-			field.ErrorList{field.Required(field.NewPath("fieldManager"), "is required for apply patch")}))
-	}
 	body, err := s.readBody(c)
 	if err != nil {
 		return s.writeError(c, err)

@@ -8,7 +8,9 @@ import (
 
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,33 +32,40 @@ type writeOptions struct {
 	force           bool
 }
 
-// parseWriteOptions validates dryRun, fieldManager and fieldValidation as
-// kube-apiserver validates CreateOptions/UpdateOptions/PatchOptions.
-func parseWriteOptions(q url.Values, optionsKind string) (writeOptions, error) {
-	var o writeOptions
-	var errs field.ErrorList
-	if vals, ok := q["dryRun"]; ok {
-		for _, v := range vals {
-			if v != metav1.DryRunAll {
-				errs = append(errs, field.NotSupported(field.NewPath("dryRun"), vals, []string{metav1.DryRunAll}))
-				break
-			}
+// parseWriteOptions decodes the query parameters of a write into
+// CreateOptions, UpdateOptions or PatchOptions (optionsKind) and validates
+// them with apimachinery's validation, as kube-apiserver does: dryRun,
+// fieldManager (length, printable characters), fieldValidation, and for
+// patches force (apply only) and a required fieldManager for apply.
+func parseWriteOptions(q url.Values, optionsKind string, pt types.PatchType) (writeOptions, error) {
+	var (
+		errs field.ErrorList
+		o    writeOptions
+		err  error
+	)
+	switch optionsKind {
+	case "CreateOptions":
+		var opts metav1.CreateOptions
+		if err = metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err == nil {
+			errs = metav1validation.ValidateCreateOptions(&opts)
+			o = writeOptions{dryRun: len(opts.DryRun) > 0, fieldManager: opts.FieldManager, fieldValidation: opts.FieldValidation}
 		}
-		o.dryRun = len(errs) == 0
-	}
-	o.fieldValidation = q.Get("fieldValidation")
-	switch o.fieldValidation {
-	case "", validationIgnore, validationWarn, validationStrict:
+	case "UpdateOptions":
+		var opts metav1.UpdateOptions
+		if err = metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err == nil {
+			errs = metav1validation.ValidateUpdateOptions(&opts)
+			o = writeOptions{dryRun: len(opts.DryRun) > 0, fieldManager: opts.FieldManager, fieldValidation: opts.FieldValidation}
+		}
 	default:
-		errs = append(errs, field.NotSupported(field.NewPath("fieldValidation"), o.fieldValidation,
-			[]string{"", validationIgnore, validationStrict, validationWarn}))
+		var opts metav1.PatchOptions
+		if err = metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err == nil {
+			errs = metav1validation.ValidatePatchOptions(&opts, pt)
+			o = writeOptions{dryRun: len(opts.DryRun) > 0, fieldManager: opts.FieldManager, fieldValidation: opts.FieldValidation,
+				force: opts.Force != nil && *opts.Force}
+		}
 	}
-	o.fieldManager = q.Get("fieldManager")
-	if len(o.fieldManager) > maxManagerLength {
-		errs = append(errs, field.TooLong(field.NewPath("fieldManager"), o.fieldManager, maxManagerLength))
-	}
-	if f := q.Get("force"); f != "" {
-		o.force = f == "true" || f == "1"
+	if err != nil {
+		return o, apierrors.NewBadRequest(err.Error())
 	}
 	if len(errs) > 0 {
 		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: optionsKind}, "", errs)
@@ -69,7 +78,7 @@ func parseWriteOptions(q url.Values, optionsKind string) (writeOptions, error) {
 // of r's kind, adding unknown-field warnings to the response.
 func (s *Server) decodeWrite(r *request, optionsKind string) (runtime.Object, writeOptions, error) {
 	c := r.c
-	opts, err := parseWriteOptions(c.Request().URL.Query(), optionsKind)
+	opts, err := parseWriteOptions(c.Request().URL.Query(), optionsKind, "")
 	if err != nil {
 		return nil, opts, err
 	}

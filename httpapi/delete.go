@@ -10,10 +10,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -56,23 +56,7 @@ func (s *Server) deleteOptions(r *request) (*metav1.DeleteOptions, error) {
 	if _, ok := c.Request().URL.Query()["dryRun"]; ok && len(body) > 0 {
 		opts.DryRun = c.Request().URL.Query()["dryRun"]
 	}
-	var errs field.ErrorList
-	for _, v := range opts.DryRun {
-		if v != metav1.DryRunAll {
-			errs = append(errs, field.NotSupported(field.NewPath("dryRun"), opts.DryRun, []string{metav1.DryRunAll}))
-			break
-		}
-	}
-	if p := opts.PropagationPolicy; p != nil {
-		switch *p {
-		case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
-		default:
-			errs = append(errs, field.NotSupported(field.NewPath("propagationPolicy"), *p, []string{"Foreground", "Background", "Orphan", "nil"}))
-		}
-		if opts.OrphanDependents != nil {
-			errs = append(errs, field.Invalid(field.NewPath("propagationPolicy"), *p, "orphanDependents and deletionPropagation cannot be both set"))
-		}
-	}
+	errs := metav1validation.ValidateDeleteOptions(opts)
 	if g := opts.GracePeriodSeconds; g != nil && *g < 0 {
 		zero := int64(0)
 		opts.GracePeriodSeconds = &zero

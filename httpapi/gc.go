@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -65,10 +66,13 @@ type garbageCollector struct {
 	// deleted holds UIDs of deleted owners that had dependents, until
 	// those dependents are dealt with.
 	deleted map[types.UID]bool
+	// scanned records, for owner UIDs not known to be deleted, the
+	// revision up to which the change log was searched for their deletion.
+	scanned map[types.UID]int64
 }
 
 func newGarbageCollector(s *Server) *garbageCollector {
-	return &garbageCollector{s: s, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}, deleted: map[types.UID]bool{}}
+	return &garbageCollector{s: s, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}, deleted: map[types.UID]bool{}, scanned: map[types.UID]int64{}}
 }
 
 // index records key's owner references (none when refs is empty).
@@ -123,6 +127,53 @@ func (gc *garbageCollector) pruneDeleted() {
 			delete(gc.deleted, uid)
 		}
 	}
+	for uid := range gc.scanned {
+		if len(gc.dependents[uid]) == 0 {
+			delete(gc.scanned, uid)
+		}
+	}
+}
+
+// deletedInLog reports whether the change log records the deletion of the
+// object with uid (an owner deleted before its dependent was seen, e.g.
+// across a restart). It searches only the part of the log it has not
+// searched for uid before.
+func (gc *garbageCollector) deletedInLog(ctx context.Context, uid types.UID) bool {
+	gc.mu.Lock()
+	after := gc.scanned[uid]
+	gc.mu.Unlock()
+	for {
+		if c := gc.s.cfg.Store.CompactedRev(); after < c {
+			after = c
+		}
+		events, err := gc.s.cfg.Store.Changes(ctx, after, 1000)
+		if errors.Is(err, store.ErrCompacted) {
+			continue
+		}
+		if err != nil || len(events) == 0 {
+			break
+		}
+		for i := range events {
+			if events[i].Type == store.Deleted && types.UID(events[i].Object.UID) == uid {
+				gc.mu.Lock()
+				gc.deleted[uid] = true
+				delete(gc.scanned, uid)
+				gc.mu.Unlock()
+				return true
+			}
+		}
+		after = events[len(events)-1].Rev()
+	}
+	gc.mu.Lock()
+	gc.scanned[uid] = after
+	gc.mu.Unlock()
+	return false
+}
+
+func (gc *garbageCollector) hasDependents(uid types.UID) bool {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	return len(gc.dependents[uid]) > 0
 }
 
 // loadDeletedOwners marks as deleted every owner UID that dependents refer
@@ -294,6 +345,11 @@ func (gc *garbageCollector) handle(ctx context.Context, ev *store.Event) {
 	if k == nil {
 		return
 	}
+	if ev.Type == store.Modified && bytes.Contains(ev.PrevValue, []byte(`"ownerReferences"`)) {
+		// An owner waiting in the foreground may be unblocked by a
+		// reference that went away.
+		defer gc.recheckRemovedOwners(ctx, kinds, ev)
+	}
 	m, err := parseGCMeta(ev.Object.Value)
 	if err != nil {
 		return
@@ -315,6 +371,28 @@ func (gc *garbageCollector) handle(ctx context.Context, ev *store.Event) {
 	}
 	gc.index(ev.Object.Key, m.Metadata.OwnerReferences)
 	gc.processObject(ctx, k, ev.Object.Key, m)
+}
+
+// recheckRemovedOwners processes the owners a modified object no longer
+// refers to.
+func (gc *garbageCollector) recheckRemovedOwners(ctx context.Context, kinds map[string]*registry.Kind, ev *store.Event) {
+	prev, err := parseGCMeta(ev.PrevValue)
+	if err != nil {
+		return
+	}
+	cur, err := parseGCMeta(ev.Object.Value)
+	if err != nil {
+		return
+	}
+	for _, ref := range prev.Metadata.OwnerReferences {
+		kept := false
+		for _, r := range cur.Metadata.OwnerReferences {
+			kept = kept || r.UID == ref.UID
+		}
+		if !kept {
+			gc.processOwnerRef(ctx, kinds, ev.Object.Key.Namespace, ref)
+		}
+	}
 }
 
 // processObject handles an object's own deletion finalizers and its
@@ -393,8 +471,13 @@ func (gc *garbageCollector) ownerState(ctx context.Context, namespace string, re
 	return true, true, m.Metadata.DeletionTimestamp != nil && hasString(m.Metadata.Finalizers, finalizerForeground)
 }
 
-// processDependent deletes a dependent whose owners are all gone, or
-// drops its references to owners that are gone while others remain.
+// processDependent acts on a dependent as kube-controller-manager's
+// attemptToDeleteItem does. Its owners are solid (present, or of kinds
+// edgeapi does not serve, or never seen deleted), dangling (seen deleted)
+// or waiting (being deleted in the foreground). With a solid owner left,
+// references to dangling and waiting owners are removed. Without one, the
+// dependent is deleted: in the foreground when a waiting owner needs it
+// gone and it has dependents of its own, else as its own finalizers say.
 func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Kind, key store.Key) {
 	o, err := gc.s.cfg.Store.Get(ctx, key)
 	if err != nil {
@@ -404,46 +487,49 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 	if err != nil || len(m.Metadata.OwnerReferences) == 0 {
 		return
 	}
-	var dangling []types.UID
-	live, foregroundOwner := 0, false
+	var dangling, waiting []types.UID
+	solid := 0
 	for _, ref := range m.Metadata.OwnerReferences {
 		resolvable, exists, fg := gc.ownerState(ctx, key.Namespace, ref)
 		switch {
 		case !resolvable:
-			live++
+			solid++
+		case exists && fg:
+			waiting = append(waiting, ref.UID)
 		case exists:
-			live++
-			foregroundOwner = foregroundOwner || fg
-		case gc.wasDeleted(ref.UID):
+			solid++
+		case gc.wasDeleted(ref.UID) || gc.deletedInLog(ctx, ref.UID):
 			dangling = append(dangling, ref.UID)
 		default:
 			// Never seen deleted (e.g. it never existed): left alone.
-			live++
+			solid++
 		}
 	}
-	if len(dangling) == 0 && !foregroundOwner {
+	switch {
+	case len(dangling) == 0 && len(waiting) == 0:
+		return
+	case solid > 0:
+		gc.removeOwnerRefs(ctx, k, key, append(dangling, waiting...))
+		return
+	case m.Metadata.DeletionTimestamp != nil:
 		return
 	}
-	if live == 0 || (foregroundOwner && live == 1 && len(dangling) == 0) {
-		if m.Metadata.DeletionTimestamp != nil {
-			return
-		}
-		policy := metav1.DeletePropagationBackground
-		if foregroundOwner {
-			policy = metav1.DeletePropagationForeground
-		}
-		pre := types.UID(m.Metadata.UID)
-		_, err := gc.s.deleteObject(ctx, k, key.Namespace, key.Name, &metav1.DeleteOptions{
-			PropagationPolicy: &policy,
-			Preconditions:     &metav1.Preconditions{UID: &pre},
-		})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			gc.s.log.Sugar().Warnw("garbage collector delete dependent", "key", key, "error", err)
-		}
-		return
+	policy := metav1.DeletePropagationBackground
+	switch {
+	case len(waiting) > 0 && gc.hasDependents(m.Metadata.UID):
+		policy = metav1.DeletePropagationForeground
+	case hasString(m.Metadata.Finalizers, finalizerOrphan):
+		policy = metav1.DeletePropagationOrphan
+	case hasString(m.Metadata.Finalizers, finalizerForeground):
+		policy = metav1.DeletePropagationForeground
 	}
-	if len(dangling) > 0 {
-		gc.removeOwnerRefs(ctx, k, key, dangling)
+	pre := m.Metadata.UID
+	_, err = gc.s.deleteObject(ctx, k, key.Namespace, key.Name, &metav1.DeleteOptions{
+		PropagationPolicy: &policy,
+		Preconditions:     &metav1.Preconditions{UID: &pre},
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		gc.s.log.Sugar().Warnw("garbage collector delete dependent", "key", key, "error", err)
 	}
 }
 

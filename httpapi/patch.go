@@ -25,18 +25,19 @@ const maxJSONPatchOperations = 10000
 
 func (s *Server) handlePatch(r *request) error {
 	c := r.c
-	opts, err := parseWriteOptions(c.Request().URL.Query(), "PatchOptions")
-	if err != nil {
-		return s.writeError(c, err)
-	}
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get("Content-Type"))
 	pt := types.PatchType(mt)
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
-	case types.ApplyYAMLPatchType:
-		return s.handleApply(r, opts)
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
 	default:
 		return s.writeError(c, errUnsupportedPatchType())
+	}
+	opts, err := parseWriteOptions(c.Request().URL.Query(), "PatchOptions", pt)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	if pt == types.ApplyYAMLPatchType {
+		return s.handleApply(r, opts)
 	}
 	patch, err := s.readBody(c)
 	if err != nil {
