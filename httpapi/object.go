@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	kjsonstrict "sigs.k8s.io/json"
 
 	"github.com/edgeapi/edgeapi/registry"
 )
@@ -54,6 +55,13 @@ const (
 // duplicate fields are errors under Strict and warnings under Warn (the
 // default), as in kube-apiserver.
 func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validation string) (runtime.Object, []string, error) {
+	if enc == encJSON {
+		if obj, ok := decodeCleanJSON(body, k.GVK, k.New); ok {
+			obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+			normalize(k, obj)
+			return obj, nil, nil
+		}
+	}
 	into := k.New()
 	def := k.GVK
 	obj, gvk, err := s.codecs.forEncoding(enc).Decode(body, &def, into)
@@ -80,6 +88,25 @@ func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validat
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
 	normalize(k, obj)
 	return obj, warnings, nil
+}
+
+// decodeCleanJSON decodes a JSON body in one pass when it is clean: it
+// parses, has no unknown or duplicate field, and its apiVersion and kind
+// are gvk's or absent. Then the result is what the strict serializer
+// gives, which reads the body twice (once for apiVersion and kind, once for
+// the object). For anything else it reports false, and the caller decodes
+// through the serializer, which words the errors and warnings.
+func decodeCleanJSON(body []byte, gvk schema.GroupVersionKind, newObj func() runtime.Object) (runtime.Object, bool) {
+	obj := newObj()
+	strictErrs, err := kjsonstrict.UnmarshalStrict(body, obj)
+	if err != nil || len(strictErrs) > 0 {
+		return nil, false
+	}
+	got := obj.GetObjectKind().GroupVersionKind()
+	if (got.Kind != "" && got.Kind != gvk.Kind) || (got.Version != "" || got.Group != "") && got.GroupVersion() != gvk.GroupVersion() {
+		return nil, false
+	}
+	return obj, true
 }
 
 // internalPackage is the Go package name of kube-apiserver's internal

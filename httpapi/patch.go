@@ -120,6 +120,13 @@ func (s *Server) decodePatched(gvk schema.GroupVersionKind, patchedJS []byte, st
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
+	if obj, ok := decodeCleanJSON(patchedJS, gvk, func() runtime.Object { return into }); ok {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+		return finishPatched(obj, strictErrs, validation, quoted)
+	}
+	if into, err = newObject(gvk); err != nil {
+		return nil, nil, apierrors.NewInternalError(err)
+	}
 	def := gvk
 	obj, _, err := s.codecs.json.Decode(patchedJS, &def, into)
 	if err != nil {
