@@ -43,6 +43,10 @@ type Config struct {
 	// ReadConns is the size of the read connection pool (default
 	// DefaultReadConns).
 	ReadConns int
+	// ObjectCacheBytes bounds the cache of recently written and read
+	// objects that serves Get (default DefaultObjectCacheBytes; negative
+	// turns it off).
+	ObjectCacheBytes int
 
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
@@ -69,6 +73,9 @@ func (c *Config) setDefaults() {
 	if c.ReadConns <= 0 {
 		c.ReadConns = DefaultReadConns
 	}
+	if c.ObjectCacheBytes == 0 {
+		c.ObjectCacheBytes = DefaultObjectCacheBytes
+	}
 }
 
 // DB is the Store kept in one SQLite database. Open it with Open; all
@@ -86,6 +93,8 @@ type DB struct {
 	// the writer (WAL).
 	readDB  *sql.DB
 	getStmt *sql.Stmt
+	// cache serves Get; nil when Config.ObjectCacheBytes is negative.
+	cache *objectCache
 
 	// rev is the last committed revision; only the writer stores it, after
 	// COMMIT. compactedRev is the scheduled compaction revision.
@@ -167,6 +176,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		queue:      make(chan *writeReq, 2*cfg.MaxBatch),
 		jobs:       make(chan writerJob),
 		writerDone: make(chan struct{}),
+	}
+	if cfg.ObjectCacheBytes > 0 {
+		db.cache = newObjectCache(cfg.ObjectCacheBytes)
 	}
 	if err := db.open(ctx); err != nil {
 		_ = db.closeConns(false)

@@ -294,6 +294,10 @@ func (db *DB) tryCommit(batch []*writeReq) (events []Event, bad *writeReq, err e
 		db.rollback(ctx)
 		return nil, nil, translate("commit batch", err)
 	}
+	// Before Rev moves, so that a Get of a revision Rev reports finds it.
+	if db.cache != nil {
+		db.cache.apply(events)
+	}
 	// Before commit reads the subscriber list: see Subscribe's contract.
 	db.rev.Store(rev)
 	return events, nil, nil

@@ -46,9 +46,18 @@ WHERE resource = ? AND namespace = ? AND name > ? AND mod_rev <= ?`
 )
 
 // Get returns the object at key as of the latest commit, or ErrNotFound.
+// Recently written and read objects come from memory (objectcache.go).
 func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 	if db.isClosed.Load() {
 		return Object{}, ErrClosed
+	}
+	var gen uint64
+	if db.cache != nil {
+		var obj Object
+		var ok bool
+		if obj, ok, gen = db.cache.get(key); ok {
+			return obj, nil
+		}
 	}
 	obj := Object{Key: key}
 	err := db.getStmt.QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).
@@ -58,6 +67,9 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 	}
 	if err != nil {
 		return Object{}, translate("get object", err)
+	}
+	if db.cache != nil {
+		db.cache.fill(obj, gen)
 	}
 	return obj, nil
 }
