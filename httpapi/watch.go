@@ -49,12 +49,41 @@ type watchStream struct {
 	// sentColumns: a Table watch sends column definitions only once.
 	sentColumns bool
 	rc          *http.ResponseController
+	// deadlineSet is when write last moved the write deadline.
+	deadlineSet time.Time
+	// memoKeys are the CachedEvent.Memo keys of this stream's encodings,
+	// by event type, built once rather than per event.
+	memoKeys map[string]string
 }
 
-// write writes one event line with the write deadline.
+// memoKey returns the key under which the encoding of an event of type typ
+// is shared by every plain-JSON watch of the same kind.
+func (ws *watchStream) memoKey(typ string) string {
+	if k, ok := ws.memoKeys[typ]; ok {
+		return k
+	}
+	if ws.memoKeys == nil {
+		ws.memoKeys = make(map[string]string, 3)
+	}
+	k := typ + " " + ws.r.kind.GVK.String()
+	ws.memoKeys[typ] = k
+	return k
+}
+
+// maxEventsPerFlush bounds the events a watch writes between two flushes
+// (and those its reader may queue ahead of the writer).
+const maxEventsPerFlush = 64
+
+// write writes one event line with the write deadline, which it moves
+// forward at most every watchWriteTimeout/30 (setting it costs more than
+// the write when events come fast): a stuck client is still cut off within
+// about watchWriteTimeout.
 func (ws *watchStream) write(line []byte) error {
 	if ws.rc != nil {
-		_ = ws.rc.SetWriteDeadline(time.Now().Add(watchWriteTimeout))
+		if now := time.Now(); now.Sub(ws.deadlineSet) > watchWriteTimeout/30 {
+			_ = ws.rc.SetWriteDeadline(now.Add(watchWriteTimeout))
+			ws.deadlineSet = now
+		}
 	}
 	_, err := ws.r.c.Response().Write(line)
 	return err
@@ -141,7 +170,7 @@ func (s *Server) handleWatch(r *request) error {
 	}
 	resp.Flush()
 
-	events := make(chan *store.CachedEvent)
+	events := make(chan *store.CachedEvent, maxEventsPerFlush)
 	errc := make(chan error, 1)
 	go func() {
 		for {
@@ -185,6 +214,20 @@ func (s *Server) handleWatch(r *request) error {
 				return nil
 			}
 			delivered = ev.Rev()
+			// Write the events already waiting before flushing once: a
+			// system call per event per watch is what limits fan-out.
+		more:
+			for range maxEventsPerFlush - 1 {
+				select {
+				case ev := <-events:
+					if err := ws.writeEvent(ev); err != nil {
+						return nil
+					}
+					delivered = ev.Rev()
+				default:
+					break more
+				}
+			}
 			resp.Flush()
 		case <-bookmarks:
 			ws.writeBookmark(w.ProgressRev(delivered), false)
@@ -272,7 +315,7 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 			return append(b, "}\n"...)
 		}
 		if ev != nil {
-			line = ev.Memo(typ+" "+k.GVK.String(), build)
+			line = ev.Memo(ws.memoKey(typ), build)
 		} else {
 			line = build()
 		}
