@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -20,11 +21,30 @@ import (
 // compactChunk is how many change-log rows one compaction transaction
 // deletes, so that writes never wait long behind it. A var so tests can
 // make compaction take several steps.
-var compactChunk = 1000
+var compactChunk = 500
 
 // vacuumPages is how many free pages one incremental_vacuum step returns
-// to the file system.
-const vacuumPages = 2048
+// to the file system: each step moves pages, so a small one keeps the
+// writes queued behind it waiting only a few milliseconds.
+const vacuumPages = 256
+
+// compactionYield is the part of the writer's time compaction steps may
+// take: after each step compaction waits (1-compactionYield)/compactionYield
+// times as long as the step took, so that on a busy (or CPU-starved)
+// daemon writes keep most of the writer, and a large compaction takes
+// longer instead of delaying writes.
+const compactionYield = 0.5
+
+// yieldAfter waits, after a compaction step that took d, for the writes'
+// share of the writer (see compactionYield), or until ctx ends.
+func yieldAfter(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(time.Duration(float64(d) * (1 - compactionYield) / compactionYield))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
 
 const sqlCompactChunk = `DELETE FROM changelog WHERE rev IN (
 	SELECT rev FROM changelog WHERE rev <= ? ORDER BY rev LIMIT ?)`
@@ -73,7 +93,10 @@ func (db *DB) finishCompaction(ctx context.Context, rev int64) error {
 			return err
 		}
 		var n int64
+		var took time.Duration
 		err := db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
+			start := time.Now()
+			defer func() { took = time.Since(start) }()
 			res, err := conn.ExecContext(ctx, sqlCompactChunk, rev, compactChunk)
 			if err != nil {
 				return translate("compact change log", err)
@@ -89,6 +112,7 @@ func (db *DB) finishCompaction(ctx context.Context, rev int64) error {
 		if n < int64(compactChunk) {
 			break
 		}
+		yieldAfter(ctx, took)
 	}
 	err := db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, sqlFinishCompaction, metaFinishedCompactRev, rev); err != nil {
@@ -108,7 +132,10 @@ func (db *DB) finishCompaction(ctx context.Context, rev int64) error {
 func (db *DB) vacuum(ctx context.Context) error {
 	for {
 		var free int64
+		var took time.Duration
 		err := db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
+			start := time.Now()
+			defer func() { took = time.Since(start) }()
 			if err := conn.QueryRowContext(ctx, "PRAGMA freelist_count").Scan(&free); err != nil {
 				return translate("read free pages", err)
 			}
@@ -124,6 +151,7 @@ func (db *DB) vacuum(ctx context.Context) error {
 		if err != nil || free <= vacuumPages {
 			return err
 		}
+		yieldAfter(ctx, took)
 	}
 }
 
