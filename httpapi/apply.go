@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,7 +25,7 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 		return s.writeError(c, err)
 	}
 	patchObj := &unstructured.Unstructured{Object: map[string]interface{}{}}
-	if err := yaml.Unmarshal(body, &patchObj.Object); err != nil {
+	if err := decodeApplyPatch(body, &patchObj.Object); err != nil {
 		return s.writeError(c, apierrors.NewBadRequest("error decoding YAML: "+err.Error()))
 	}
 	if patchObj.Object == nil {
@@ -80,6 +83,55 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 		}
 		return s.writeUpdateResult(r, res, opts.dryRun)
 	}
+}
+
+// decodeApplyPatch decodes an apply patch as kube-apiserver does, with
+// sigs.k8s.io/yaml, which parses YAML and converts it to JSON before it
+// decodes that. A body that is a plain JSON object (what client-go and
+// most clients send) decodes as JSON directly, with the same result: the
+// conversion keeps JSON's values, and both end in encoding/json (numbers
+// as float64, the last duplicate key winning). Anything else, and any body
+// JSON rejects, goes through YAML, which words the errors.
+func decodeApplyPatch(body []byte, into *map[string]interface{}) error {
+	if t := bytes.TrimLeft(body, " \r\n"); len(t) > 0 && t[0] == '{' && plainJSON(body) {
+		m := map[string]interface{}{}
+		if json.Unmarshal(body, &m) == nil && shortKeys(m) {
+			*into = m
+			return nil
+		}
+	}
+	return yaml.Unmarshal(body, into)
+}
+
+// plainJSON reports whether body avoids what YAML reads differently from
+// JSON: escapes (YAML 1.1 has no \/ and rejects surrogate \u escapes),
+// tabs, and bytes that are not UTF-8.
+func plainJSON(body []byte) bool {
+	return bytes.IndexByte(body, '\\') < 0 && bytes.IndexByte(body, '\t') < 0 && utf8.Valid(body)
+}
+
+// maxPlainKey is the longest object key decodeApplyPatch takes from JSON:
+// YAML stops looking for a key's ':' 1,024 characters after the key began.
+const maxPlainKey = 1000
+
+// shortKeys reports whether every object key in v is at most maxPlainKey
+// bytes long.
+func shortKeys(v interface{}) bool {
+	switch v := v.(type) {
+	case map[string]interface{}:
+		for k, e := range v {
+			if len(k) > maxPlainKey || !shortKeys(e) {
+				return false
+			}
+		}
+	case []interface{}:
+		for _, e := range v {
+			if !shortKeys(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // applyError keeps Status errors (conflicts) and makes anything else a 400
