@@ -106,6 +106,7 @@ func runWatchIdle(ctx context.Context, b *bench) ([]Result, error) {
 	lat := h.summary()
 	d.Latency = &lat
 	d.Seconds = time.Since(m.start).Seconds()
+	d.OpsPerSec = float64(d.Ops) / d.Seconds
 	m.end(ctx, &d)
 	d.note("one create delivered to %d idle watchers; %d got nothing", n, missing)
 	d.Errors = missing

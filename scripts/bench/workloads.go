@@ -271,8 +271,11 @@ func runList(ctx context.Context, b *bench) ([]Result, error) {
 	return []Result{r}, nil
 }
 
-// shortCount renders 10000 as "10k".
+// shortCount renders 10000 as "10k" and 1000000 as "1M".
 func shortCount(n int) string {
+	if n >= 1_000_000 && n%1_000_000 == 0 {
+		return strconv.Itoa(n/1_000_000) + "M"
+	}
 	if n >= 1000 && n%1000 == 0 {
 		return strconv.Itoa(n/1000) + "k"
 	}
