@@ -18,7 +18,7 @@ import "sync"
 //     replace a newer value, nor land after the writer's update of it.
 
 // DefaultObjectCacheBytes bounds the object cache (values and keys).
-const DefaultObjectCacheBytes = 8 << 20
+const DefaultObjectCacheBytes = 4 << 20
 
 // objectOverhead approximates an entry's bytes beyond its value and key.
 const objectOverhead = 96
