@@ -84,7 +84,7 @@ func (s *Server) decodeWrite(r *request, optionsKind string) (runtime.Object, wr
 	}
 	enc, ok := bodyEncoding(c.Request().Header.Get("Content-Type"))
 	if !ok {
-		return nil, opts, errUnsupportedMediaType(c.Request().Header.Get("Content-Type"))
+		return nil, opts, errUnsupportedMediaType()
 	}
 	body, err := s.readBody(c)
 	if err != nil {

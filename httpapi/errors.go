@@ -15,55 +15,38 @@ import (
 
 // This file is the one place where errors become metav1.Status responses.
 
+// statusError builds a Status error the way kube-apiserver words its
+// generic answers. withDetails adds the empty details object some of them
+// carry.
+func statusError(code int32, reason metav1.StatusReason, message string, withDetails bool) *apierrors.StatusError {
+	st := metav1.Status{Status: metav1.StatusFailure, Code: code, Reason: reason, Message: message}
+	if withDetails {
+		st.Details = &metav1.StatusDetails{}
+	}
+	return &apierrors.StatusError{ErrStatus: st}
+}
+
 // errNotFoundResource is kube-apiserver's answer for an unknown resource or
 // version in a known group.
 func errNotFoundResource() *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusNotFound,
-		Reason:  metav1.StatusReasonNotFound,
-		Details: &metav1.StatusDetails{},
-		Message: "the server could not find the requested resource",
-	}}
+	return statusError(http.StatusNotFound, metav1.StatusReasonNotFound, "the server could not find the requested resource", true)
 }
 
 func errMethodNotAllowed() *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusMethodNotAllowed,
-		Reason:  metav1.StatusReasonMethodNotAllowed,
-		Details: &metav1.StatusDetails{},
-		Message: "the server does not allow this method on the requested resource",
-	}}
+	return statusError(http.StatusMethodNotAllowed, metav1.StatusReasonMethodNotAllowed, "the server does not allow this method on the requested resource", true)
 }
 
 func errNotAcceptable() *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusNotAcceptable,
-		Reason:  metav1.StatusReasonNotAcceptable,
-		Details: &metav1.StatusDetails{},
-		Message: "406: Not Acceptable\n\nAvailable representations: " + supportedMediaTypesList,
-	}}
+	return statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "406: Not Acceptable\n\nAvailable representations: "+supportedMediaTypesList, true)
 }
 
-func errUnsupportedMediaType(contentType string) *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusUnsupportedMediaType,
-		Reason:  metav1.StatusReasonUnsupportedMediaType,
-		Message: "the body of the request was in an unknown format - accepted media types include: " + supportedMediaTypesList,
-	}}
+func errUnsupportedMediaType() *apierrors.StatusError {
+	return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+		"the body of the request was in an unknown format - accepted media types include: "+supportedMediaTypesList, false)
 }
 
 func errUnsupportedPatchType() *apierrors.StatusError {
-	return &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status:  metav1.StatusFailure,
-		Code:    http.StatusUnsupportedMediaType,
-		Reason:  metav1.StatusReasonUnsupportedMediaType,
-		Details: &metav1.StatusDetails{},
-		Message: "415: Unsupported Media Type",
-	}}
+	return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType, "415: Unsupported Media Type", true)
 }
 
 func errRequestEntityTooLarge(limit int64) *apierrors.StatusError {
