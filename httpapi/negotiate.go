@@ -46,17 +46,6 @@ type representation struct {
 	metaVersion string
 }
 
-// contentType is the response Content-Type.
-func (r representation) contentType() string {
-	switch r.enc {
-	case encYAML:
-		return mediaYAML
-	case encProtobuf:
-		return mediaProtobuf
-	}
-	return mediaJSON
-}
-
 type acceptClause struct {
 	typ, sub string
 	params   map[string]string
