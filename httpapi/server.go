@@ -67,8 +67,14 @@ type Server struct {
 	baseCtx     context.Context
 	closeServer context.CancelFunc
 
-	wg     sync.WaitGroup
-	cancel context.CancelFunc
+	wg sync.WaitGroup
+	// streams counts running watch streams; streamSet holds them, each
+	// with whether it owns its connection.
+	streams          sync.WaitGroup
+	streamsMu        sync.Mutex
+	streamSet        map[*watchStream]bool
+	peerCheckRunning bool
+	cancel           context.CancelFunc
 }
 
 // New returns a Server for cfg.
@@ -131,11 +137,13 @@ func (s *Server) Start(ctx context.Context) error {
 // Close ends open watches and stops the background loops, waiting for them.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeServer()
+	s.endStreams()
 	if s.cancel != nil {
 		s.cancel()
 	}
 	s.watchCache.Close()
 	s.unsubscribeNamespaces()
 	s.wg.Wait()
+	s.streams.Wait()
 	return nil
 }

@@ -8,12 +8,15 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
 
@@ -22,9 +25,9 @@ var (
 	// bookmarkInterval is how often a watch with allowWatchBookmarks gets
 	// a BOOKMARK (kube-apiserver: about once a minute).
 	bookmarkInterval = time.Minute
-	// watchWriteTimeout bounds how long one event may take to write: a
-	// client that stops reading has its stream closed instead of holding a
-	// handler (and shutdown) forever.
+	// watchWriteTimeout bounds how long one write may take: a client that
+	// stops reading has its stream closed instead of holding it (and
+	// shutdown) forever.
 	watchWriteTimeout = 30 * time.Second
 	// preTimeoutBookmark is how long before a watch's timeout its last
 	// BOOKMARK is sent, so the client resumes from a fresh revision.
@@ -39,54 +42,95 @@ var (
 // of a watch-list (sendInitialEvents=true).
 const initialEventsEndAnnotation = "k8s.io/initial-events-end"
 
-// watchStream writes one watch response: JSON WatchEvents, one per line,
-// flushed per event.
+// maxEventsPerFlush bounds the events a watch writes between two flushes.
+const maxEventsPerFlush = 64
+
+// drainBuffers holds the slices watch streams drain events into, so that an
+// idle stream keeps none.
+var drainBuffers = sync.Pool{New: func() any {
+	b := make([]*store.CachedEvent, 0, maxEventsPerFlush)
+	return &b
+}}
+
+// watchStream is one watch response: JSON WatchEvents, one per line,
+// written as they come and flushed once per batch of events.
+//
+// A stream has no goroutine of its own while idle: the watcher's onReady
+// and the stream's timer kick it, and a kick starts a goroutine that
+// writes what is pending and ends (see kick and serve). On an HTTP/1.1
+// connection the stream also takes the connection over from net/http (see
+// hijackWatch), so that an idle watch costs about a kilobyte of memory and
+// no goroutine at all, instead of net/http's buffers and goroutines.
 type watchStream struct {
 	s       *Server
-	r       *request
+	kind    *registry.Kind
+	rep     representation
 	match   func(*store.Object) bool
 	include string
+	out     watchOut
+	w       *store.Watcher
+
+	// end is when the watch times out; bookmarks whether the client asked
+	// for them, nextBookmark when the next one is due.
+	end          time.Time
+	bookmarks    bool
+	nextBookmark time.Time
+	// timer kicks the stream at timerAt, the next of end and nextBookmark.
+	timer   *time.Timer
+	timerAt time.Time
+	// delivered is the revision of the last event written (or the start).
+	delivered int64
 	// sentColumns: a Table watch sends column definitions only once.
 	sentColumns bool
-	rc          *http.ResponseController
-	// deadlineSet is when write last moved the write deadline.
-	deadlineSet time.Time
 	// memoKeys are the CachedEvent.Memo keys of this stream's encodings,
-	// by event type, built once rather than per event.
-	memoKeys map[string]string
+	// by event type (ADDED, MODIFIED, DELETED), built once.
+	memoKeys [3]string
+
+	// state is streamIdle, streamRunning, streamDirty or streamEnded.
+	state atomic.Int32
+	// gone is set when the client went away or the server is closing.
+	gone atomic.Bool
+	// finished is closed once the stream ended.
+	finished chan struct{}
+}
+
+// Stream states: a kick on an idle stream starts serve; a kick on a
+// running one marks it dirty, so that serve runs another step before it
+// stops.
+const (
+	streamIdle int32 = iota
+	streamRunning
+	streamDirty
+	streamEnded
+)
+
+// watchOut is where a watch stream's lines go. write may keep line until
+// the next flush: lines are shared encodings or fresh allocations, never
+// modified after they are written.
+type watchOut interface {
+	write(line []byte) error
+	flush() error
+	// close ends the response.
+	close()
+	// abort makes a blocked write fail at once (client gone, server
+	// shutdown).
+	abort()
 }
 
 // memoKey returns the key under which the encoding of an event of type typ
 // is shared by every plain-JSON watch of the same kind.
 func (ws *watchStream) memoKey(typ string) string {
-	if k, ok := ws.memoKeys[typ]; ok {
-		return k
+	i := 0
+	switch typ {
+	case "MODIFIED":
+		i = 1
+	case "DELETED":
+		i = 2
 	}
-	if ws.memoKeys == nil {
-		ws.memoKeys = make(map[string]string, 3)
+	if ws.memoKeys[i] == "" {
+		ws.memoKeys[i] = typ + " " + ws.kind.GVK.String()
 	}
-	k := typ + " " + ws.r.kind.GVK.String()
-	ws.memoKeys[typ] = k
-	return k
-}
-
-// maxEventsPerFlush bounds the events a watch writes between two flushes
-// (and those its reader may queue ahead of the writer).
-const maxEventsPerFlush = 64
-
-// write writes one event line with the write deadline, which it moves
-// forward at most every watchWriteTimeout/30 (setting it costs more than
-// the write when events come fast): a stuck client is still cut off within
-// about watchWriteTimeout.
-func (ws *watchStream) write(line []byte) error {
-	if ws.rc != nil {
-		if now := time.Now(); now.Sub(ws.deadlineSet) > watchWriteTimeout/30 {
-			_ = ws.rc.SetWriteDeadline(now.Add(watchWriteTimeout))
-			ws.deadlineSet = now
-		}
-	}
-	_, err := ws.r.c.Response().Write(line)
-	return err
+	return ws.memoKeys[i]
 }
 
 func (s *Server) handleWatch(r *request) error {
@@ -95,19 +139,18 @@ func (s *Server) handleWatch(r *request) error {
 	if err != nil {
 		return s.writeError(c, err)
 	}
-	ctx, cancel := context.WithCancel(c.Request().Context())
-	defer cancel()
-	stop := context.AfterFunc(s.baseCtx, cancel)
-	defer stop()
-
 	timeout := minWatchTimeout + time.Duration(rand.Int64N(int64(minWatchTimeout)))
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-
-	ws := &watchStream{s: s, r: r, match: matcher(r.kind, opts.LabelSelector, opts.FieldSelector), include: c.QueryParam("includeObject")}
+	ws := &watchStream{
+		s: s, kind: r.kind, rep: r.rep, include: c.QueryParam("includeObject"),
+		match:     matcher(r.kind, opts.LabelSelector, opts.FieldSelector),
+		end:       time.Now().Add(timeout),
+		bookmarks: opts.AllowWatchBookmarks,
+		finished:  make(chan struct{}),
+	}
+	reqCtx := c.Request().Context()
 	var initial []store.Object
 	var startRev int64
 	sendInitial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
@@ -119,11 +162,11 @@ func (s *Server) handleWatch(r *request) error {
 			if err != nil {
 				return s.writeError(c, err)
 			}
-			if err := s.waitForRev(ctx, n); err != nil {
+			if err := s.waitForRev(reqCtx, n); err != nil {
 				return s.writeError(c, err)
 			}
 		}
-		res, err := s.cfg.Store.List(ctx, store.ListOptions{Resource: r.kind.StorageResource, Namespace: r.ri.Namespace, Filter: ws.match})
+		res, err := s.cfg.Store.List(reqCtx, store.ListOptions{Resource: r.kind.StorageResource, Namespace: r.ri.Namespace, Filter: ws.match})
 		if err != nil {
 			return s.writeError(c, storeError(err, r.gr(), ""))
 		}
@@ -137,111 +180,186 @@ func (s *Server) handleWatch(r *request) error {
 		}
 		startRev = n
 	}
+	ws.delivered = startRev
+	if ws.bookmarks {
+		ws.nextBookmark = ws.bookmarkAfter(time.Now())
+	}
 
-	w, werr := s.watchCache.Watch(ctx, r.kind.StorageResource, r.ri.Namespace, startRev)
+	// The stream runs on this goroutine until the initial events are out:
+	// kicks meanwhile only mark it dirty.
+	ws.state.Store(streamRunning)
+	w, werr := s.watchCache.WatchFunc(reqCtx, r.kind.StorageResource, r.ri.Namespace, startRev, ws.kick)
 	resp := c.Response()
-	// Writes get a deadline, and end at once when the watch is cancelled
-	// (server shutdown), even if the client stopped reading.
-	rc := http.NewResponseController(resp.Writer)
-	ws.rc = rc
-	stopDeadline := context.AfterFunc(ctx, func() { _ = rc.SetWriteDeadline(time.Now()) })
-	defer stopDeadline()
 	resp.Header().Set("Content-Type", mediaJSON)
 	resp.Header().Set("Cache-Control", "no-cache, private")
-	resp.WriteHeader(http.StatusOK)
-	if errors.Is(werr, store.ErrCompacted) {
-		ws.writeError(tooOldResourceVersion(startRev, s.cfg.Store.CompactedRev()))
-		return nil
+	hijacked := false
+	if out, ok := s.hijackWatch(c); ok {
+		ws.out, hijacked = out, true
+	} else {
+		// HTTP/2 or a test recorder: the stream writes through net/http,
+		// and this handler waits for it to end.
+		ws.out = &responseOut{resp: resp, rc: http.NewResponseController(resp.Writer)}
+		resp.WriteHeader(http.StatusOK)
+		resp.Flush()
 	}
 	if werr != nil {
-		ws.writeError(storeError(werr, r.gr(), ""))
+		if errors.Is(werr, store.ErrCompacted) {
+			ws.writeError(tooOldResourceVersion(startRev, s.cfg.Store.CompactedRev()))
+		} else {
+			ws.writeError(storeError(werr, r.gr(), ""))
+		}
+		ws.out.close()
 		return nil
 	}
-	defer w.Stop()
-	resp.Flush()
-
+	ws.w = w
 	for i := range initial {
-		if err := ws.writeObject("ADDED", initial[i].Value, nil); err != nil {
-			return nil
+		if ws.writeObject("ADDED", initial[i].Value, nil) != nil {
+			ws.gone.Store(true)
+			break
 		}
 	}
-	if sendInitial && opts.AllowWatchBookmarks {
+	initial = nil
+	if sendInitial && ws.bookmarks {
 		ws.writeBookmark(startRev, true)
 	}
-	resp.Flush()
+	if ws.out.flush() != nil {
+		ws.gone.Store(true)
+	}
+	s.addStream(ws, hijacked)
+	ws.timer = time.AfterFunc(time.Until(ws.end), ws.kick)
+	ws.timerAt = ws.end
+	if !hijacked {
+		stop := context.AfterFunc(reqCtx, ws.cancel)
+		defer stop()
+		ws.serve()
+		<-ws.finished
+		return nil
+	}
+	ws.serve()
+	return nil
+}
 
-	events := make(chan *store.CachedEvent, maxEventsPerFlush)
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			ev, err := w.Next(ctx)
-			if err != nil {
-				errc <- err
-				return
-			}
-			select {
-			case events <- ev:
-			case <-ctx.Done():
-				errc <- ctx.Err()
-				return
-			}
-		}
-	}()
-	// delivered is the revision of the last event written (or the start).
-	delivered := startRev
-	// Bookmarks come every bookmarkInterval and once more shortly before
-	// the watch times out, as kube-apiserver's watch cache sends them.
-	var bookmarks <-chan time.Time
-	var bookmarkTimer *time.Timer
-	end := time.Now().Add(timeout)
-	nextBookmark := func() {
-		next := time.Until(end.Add(-preTimeoutBookmark))
-		if next <= 0 || next > bookmarkInterval {
-			next = bookmarkInterval
-		}
-		bookmarkTimer.Reset(next)
+// bookmarkAfter is when the next BOOKMARK is due after now: every
+// bookmarkInterval, and once more shortly before the watch times out, as
+// kube-apiserver's watch cache sends them.
+func (ws *watchStream) bookmarkAfter(now time.Time) time.Time {
+	next := now.Add(bookmarkInterval)
+	if last := ws.end.Add(-preTimeoutBookmark); last.After(now) && last.Before(next) {
+		next = last
 	}
-	if opts.AllowWatchBookmarks {
-		bookmarkTimer = time.NewTimer(time.Hour)
-		defer bookmarkTimer.Stop()
-		nextBookmark()
-		bookmarks = bookmarkTimer.C
-	}
+	return next
+}
+
+// cancel ends the stream because the client went away or the server is
+// closing, unblocking a write in progress.
+func (ws *watchStream) cancel() {
+	ws.gone.Store(true)
+	ws.out.abort()
+	ws.kick()
+}
+
+// kick makes the stream write what is pending: it starts serve on a new
+// goroutine if none runs, else makes the running one go round once more.
+// It never blocks (it runs on the commit path, see store.WatchFunc).
+func (ws *watchStream) kick() {
 	for {
-		select {
-		case ev := <-events:
-			if err := ws.writeEvent(ev); err != nil {
-				return nil
+		switch st := ws.state.Load(); st {
+		case streamIdle:
+			if ws.state.CompareAndSwap(st, streamRunning) {
+				go ws.serve()
+				return
 			}
-			delivered = ev.Rev()
-			// Write the events already waiting before flushing once: a
-			// system call per event per watch is what limits fan-out.
-		more:
-			for range maxEventsPerFlush - 1 {
-				select {
-				case ev := <-events:
-					if err := ws.writeEvent(ev); err != nil {
-						return nil
-					}
-					delivered = ev.Rev()
-				default:
-					break more
-				}
+		case streamRunning:
+			if ws.state.CompareAndSwap(st, streamDirty) {
+				return
 			}
-			resp.Flush()
-		case <-bookmarks:
-			ws.writeBookmark(w.ProgressRev(delivered), false)
-			resp.Flush()
-			nextBookmark()
-		case err := <-errc:
-			if errors.Is(err, store.ErrCompacted) {
-				ws.writeError(tooOldResourceVersion(w.Rev(), s.cfg.Store.CompactedRev()))
+		default:
+			return
+		}
+	}
+}
+
+// serve runs steps until the stream is idle (no kick came during the last
+// step) or ended.
+func (ws *watchStream) serve() {
+	for {
+		if ws.step() {
+			ws.finish()
+			return
+		}
+		if ws.state.CompareAndSwap(streamRunning, streamIdle) {
+			return
+		}
+		ws.state.Store(streamRunning)
+	}
+}
+
+// step writes the events the watcher has and a BOOKMARK if one is due,
+// and reports whether the stream has ended: timed out, the client gone,
+// the watcher closed (too slow, server closing) or a write failed.
+func (ws *watchStream) step() (ended bool) {
+	if ws.gone.Load() || ws.w.Err() != nil {
+		return true
+	}
+	now := time.Now()
+	if !now.Before(ws.end) {
+		return true
+	}
+	if err := ws.drain(); err != nil {
+		if errors.Is(err, store.ErrCompacted) {
+			ws.writeError(tooOldResourceVersion(ws.w.Rev(), ws.s.cfg.Store.CompactedRev()))
+		}
+		return true
+	}
+	if ws.bookmarks && !now.Before(ws.nextBookmark) {
+		ws.writeBookmark(ws.w.ProgressRev(ws.delivered), false)
+		if ws.out.flush() != nil {
+			return true
+		}
+		ws.nextBookmark = ws.bookmarkAfter(now)
+	}
+	at := ws.end
+	if ws.bookmarks && ws.nextBookmark.Before(at) {
+		at = ws.nextBookmark
+	}
+	if !at.Equal(ws.timerAt) {
+		ws.timer.Reset(time.Until(at))
+		ws.timerAt = at
+	}
+	return false
+}
+
+// finish ends the response and releases the stream.
+func (ws *watchStream) finish() {
+	ws.state.Store(streamEnded)
+	ws.timer.Stop()
+	ws.w.Stop()
+	ws.out.close()
+	ws.s.removeStream(ws)
+	close(ws.finished)
+}
+
+// drain writes every event the watcher has now and flushes once.
+func (ws *watchStream) drain() error {
+	bp := drainBuffers.Get().(*[]*store.CachedEvent)
+	defer func() {
+		clear((*bp)[:cap(*bp)])
+		*bp = (*bp)[:0]
+		drainBuffers.Put(bp)
+	}()
+	for {
+		evs, err := ws.w.Drain(ws.s.baseCtx, (*bp)[:0], maxEventsPerFlush)
+		for _, ev := range evs {
+			if werr := ws.writeEvent(ev); werr != nil {
+				return werr
 			}
-			return nil
-		case <-deadline.C:
-			return nil
-		case <-ctx.Done():
-			return nil
+			ws.delivered = ev.Rev()
+		}
+		if err != nil {
+			return err
+		}
+		if len(evs) == 0 {
+			return ws.out.flush()
 		}
 	}
 }
@@ -299,9 +417,9 @@ func (ws *watchStream) writeEvent(ev *store.CachedEvent) error {
 // writeObject writes one event. When ev is given and the representation
 // is plain JSON, the encoded line is shared with every other watcher.
 func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEvent) error {
-	k := ws.r.kind
+	k := ws.kind
 	var line []byte
-	if ws.r.rep.as == asObject {
+	if ws.rep.as == asObject {
 		build := func() []byte {
 			obj, err := objectJSON(k, value)
 			if err != nil {
@@ -330,15 +448,15 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 		}
 		line = append(line, '\n')
 	}
-	return ws.write(line)
+	return ws.out.write(line)
 }
 
 // transformed returns the event object as a Table row or metadata.
 func (ws *watchStream) transformed(value []byte) ([]byte, error) {
-	k := ws.r.kind
-	switch ws.r.rep.as {
+	k := ws.kind
+	switch ws.rep.as {
 	case asTable:
-		t, err := ws.s.tableFor(k, ws.r.rep, [][]byte{value}, nil, ws.include)
+		t, err := ws.s.tableFor(k, ws.rep, [][]byte{value}, nil, ws.include)
 		if err != nil {
 			return nil, err
 		}
@@ -348,7 +466,7 @@ func (ws *watchStream) transformed(value []byte) ([]byte, error) {
 		ws.sentColumns = true
 		return json.Marshal(t)
 	default:
-		pom, err := partialMetadata(k, value, ws.r.rep.metaVersion)
+		pom, err := partialMetadata(k, value, ws.rep.metaVersion)
 		if err != nil {
 			return nil, err
 		}
@@ -358,14 +476,14 @@ func (ws *watchStream) transformed(value []byte) ([]byte, error) {
 
 // writeBookmark writes a BOOKMARK carrying only the resourceVersion.
 func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
-	k := ws.r.kind
+	k := ws.kind
 	meta := map[string]interface{}{"resourceVersion": strconv.FormatInt(rev, 10)}
 	if initialEnd {
 		meta["annotations"] = map[string]string{initialEventsEndAnnotation: "true"}
 	}
 	obj, _ := json.Marshal(map[string]interface{}{"kind": k.GVK.Kind, "apiVersion": k.GVK.GroupVersion().String(), "metadata": meta})
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "BOOKMARK", Object: rawExt(obj)})
-	_ = ws.write(append(line, '\n'))
+	_ = ws.out.write(append(line, '\n'))
 }
 
 // writeError writes an ERROR event carrying a Status, as kube-apiserver
@@ -375,8 +493,9 @@ func (ws *watchStream) writeError(err error) {
 	st.Kind, st.APIVersion = "Status", "v1"
 	obj, _ := json.Marshal(st)
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawExt(obj)})
-	_ = ws.write(append(line, '\n'))
-	ws.r.c.Response().Flush()
+	if ws.out.write(append(line, '\n')) == nil {
+		_ = ws.out.flush()
+	}
 }
 
 func rawExt(b []byte) runtime.RawExtension { return runtime.RawExtension{Raw: b} }

@@ -13,18 +13,19 @@ const (
 	DefaultWatchCacheEvents = 10000
 	// DefaultWatchCacheBytes bounds the ring by the bytes of event values.
 	DefaultWatchCacheBytes = 64 << 20
-	// DefaultWatcherBuffer is how many events one watcher may lag behind
-	// before it is closed with ErrWatcherTooSlow.
-	DefaultWatcherBuffer = 256
+	// DefaultWatcherBuffer is how many events (of any resource) a watcher
+	// may fall behind the newest before it is closed with
+	// ErrWatcherTooSlow.
+	DefaultWatcherBuffer = 1024
 	// changeLogPage is how many change-log rows a catching-up watcher
 	// reads at a time.
 	changeLogPage = 1000
 )
 
 var (
-	// ErrWatcherTooSlow: the watcher's buffer filled up; it was closed so
-	// that it never blocks writers or other watchers. Clients resume from
-	// the last revision they saw.
+	// ErrWatcherTooSlow: the watcher fell too far behind; it was closed so
+	// that it never holds back writers or other watchers. Clients resume
+	// from the last revision they saw.
 	ErrWatcherTooSlow = errors.New("store: watcher fell behind")
 	// ErrWatchClosed: the watcher was stopped or the cache closed.
 	ErrWatchClosed = errors.New("store: watch closed")
@@ -32,8 +33,12 @@ var (
 
 // WatchCacheConfig bounds a WatchCache.
 type WatchCacheConfig struct {
-	MaxEvents     int
-	MaxBytes      int
+	// MaxEvents and MaxBytes bound the ring of recent events.
+	MaxEvents int
+	MaxBytes  int
+	// WatcherBuffer is how many events a watcher may have left to read
+	// before it is closed as too slow. A watcher whose next event leaves
+	// the ring is closed too.
 	WatcherBuffer int
 }
 
@@ -49,16 +54,36 @@ type changeSource interface {
 // receives it. Memo lets them share its encodings: encode once, fan out.
 type CachedEvent struct {
 	Event
-	// mu guards memo.
+	// first is the first encoding memoized, read without locking: most
+	// events are encoded only one way.
+	first atomic.Pointer[memoEntry]
+	// mu guards memo, the other encodings.
 	mu   sync.Mutex
 	memo map[string][]byte
 }
 
+type memoEntry struct {
+	key string
+	b   []byte
+}
+
 // Memo returns the bytes cached under key, computing them with build on
-// first use.
+// first use. The bytes are shared: callers must not modify them.
 func (e *CachedEvent) Memo(key string, build func() []byte) []byte {
+	if m := e.first.Load(); m != nil && m.key == key {
+		return m.b
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	m := e.first.Load()
+	if m == nil {
+		b := build()
+		e.first.Store(&memoEntry{key: key, b: b})
+		return b
+	}
+	if m.key == key {
+		return m.b
+	}
 	if b, ok := e.memo[key]; ok {
 		return b
 	}
@@ -71,23 +96,30 @@ func (e *CachedEvent) Memo(key string, build func() []byte) []byte {
 }
 
 // WatchCache is a bounded in-memory ring of the most recent events, fed by
-// the store's single commit path, that fans events out to watchers. A watch
-// that starts inside the ring is served from memory; one that starts before
-// it (but after the compacted revision) reads the change log and then
-// joins the live stream with no gap and no duplicate.
+// the store's single commit path, that fans events out to watchers.
+//
+// Watchers hold no queue of their own: each keeps its position in the ring
+// and is woken when events it wants arrive, so an idle watcher costs a few
+// hundred bytes and a commit costs one pass over the watchers. A watch
+// that starts inside the ring is served from memory; one that starts
+// before it (but after the compacted revision) reads the change log and
+// then joins the ring with no gap and no duplicate.
 type WatchCache struct {
-	src WatchCacheConfig
+	cfg WatchCacheConfig
 	db  changeSource
 
 	unsubscribe func()
 
-	// mu guards everything below.
-	mu       sync.Mutex
-	ring     []*CachedEvent // circular; len == cap == MaxEvents
-	head     int            // index of the oldest event
-	n        int            // number of events in the ring
-	bytes    int            // value bytes in the ring
-	lastRev  int64          // newest revision published (or seen at start)
+	// mu guards everything below. Publishing takes it for writing,
+	// watchers reading the ring for reading.
+	mu   sync.RWMutex
+	ring []*CachedEvent // circular; len == cap == MaxEvents
+	// seq is the sequence number the next published event gets; the ring
+	// holds sequence numbers [seq-n, seq), event s at ring[s%len(ring)].
+	seq      uint64
+	n        int   // number of events in the ring
+	bytes    int   // value bytes in the ring
+	lastRev  int64 // newest revision published (or seen at start)
 	watchers map[*Watcher]struct{}
 	closed   bool
 }
@@ -103,7 +135,7 @@ func NewWatchCache(db changeSource, cfg WatchCacheConfig) *WatchCache {
 	if cfg.WatcherBuffer <= 0 {
 		cfg.WatcherBuffer = DefaultWatcherBuffer
 	}
-	c := &WatchCache{src: cfg, db: db, ring: make([]*CachedEvent, cfg.MaxEvents), watchers: make(map[*Watcher]struct{})}
+	c := &WatchCache{cfg: cfg, db: db, ring: make([]*CachedEvent, cfg.MaxEvents), watchers: make(map[*Watcher]struct{})}
 	c.unsubscribe = db.Subscribe(c.publish)
 	c.mu.Lock()
 	if c.lastRev < db.Rev() && c.n == 0 {
@@ -113,76 +145,114 @@ func NewWatchCache(db changeSource, cfg WatchCacheConfig) *WatchCache {
 	return c
 }
 
+// at returns the event with sequence number s, which must be in the ring.
+func (c *WatchCache) at(s uint64) *CachedEvent { return c.ring[s%uint64(len(c.ring))] }
+
+// oldestSeqLocked is the sequence number of the oldest event in the ring.
+func (c *WatchCache) oldestSeqLocked() uint64 { return c.seq - uint64(c.n) }
+
 // oldestAvailableLocked is the revision after which the ring holds every
 // event: a watch from any revision >= it is served from memory.
 func (c *WatchCache) oldestAvailableLocked() int64 {
 	if c.n == 0 {
 		return c.lastRev
 	}
-	return c.ring[c.head].Rev() - 1
+	return c.at(c.oldestSeqLocked()).Rev() - 1
 }
 
 // publish runs on the writer goroutine after each commit. It never blocks:
-// a watcher whose buffer is full is closed with ErrWatcherTooSlow.
+// it appends the events to the ring, closes watchers that fell too far
+// behind with ErrWatcherTooSlow, and wakes those that want a new event.
 func (c *WatchCache) publish(events []Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closed {
+	if c.closed || len(events) == 0 {
 		return
 	}
+	start := c.seq
 	for i := range events {
 		ev := &CachedEvent{Event: events[i]}
 		size := len(ev.Object.Value) + len(ev.PrevValue)
-		for c.n > 0 && (c.n == len(c.ring) || c.bytes+size > c.src.MaxBytes) {
-			old := c.ring[c.head]
+		for c.n > 0 && (c.n == len(c.ring) || c.bytes+size > c.cfg.MaxBytes) {
+			s := c.oldestSeqLocked()
+			old := c.at(s)
 			c.bytes -= len(old.Object.Value) + len(old.PrevValue)
-			c.ring[c.head] = nil
-			c.head = (c.head + 1) % len(c.ring)
+			c.ring[s%uint64(len(c.ring))] = nil
 			c.n--
 		}
-		c.ring[(c.head+c.n)%len(c.ring)] = ev
+		c.ring[c.seq%uint64(len(c.ring))] = ev
+		c.seq++
 		c.n++
 		c.bytes += size
 		if r := ev.Rev(); r > c.lastRev {
 			c.lastRev = r
 		}
-		for w := range c.watchers {
-			if !w.wants(ev) {
-				continue
+	}
+	oldest := c.oldestSeqLocked()
+	first := max(start, oldest)
+	for w := range c.watchers {
+		next := w.next.Load()
+		if next < oldest || c.seq-next > uint64(c.cfg.WatcherBuffer) {
+			delete(c.watchers, w)
+			w.closeWith(ErrWatcherTooSlow)
+			continue
+		}
+		wanted := false
+		for s := first; s < c.seq; s++ {
+			if w.wants(c.at(s)) {
+				wanted = true
+				break
 			}
-			select {
-			case w.ch <- ev:
-			default:
-				delete(c.watchers, w)
-				w.closeWith(ErrWatcherTooSlow)
-			}
+		}
+		switch {
+		case wanted:
+			w.wake()
+		case next == start:
+			// Caught up and none of this batch is for it: move it past
+			// the batch so that an idle watcher never counts as behind.
+			w.next.Store(c.seq)
 		}
 	}
 }
 
 // Stats reports the ring's size.
 func (c *WatchCache) Stats() (events, bytes, watchers int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	return c.n, c.bytes, len(c.watchers)
 }
 
 // Watch returns a watcher of resource (every resource when empty) in
-// namespace (all namespaces when empty) that delivers every event with revision > afterRev, in order. A
-// revision newer than the store's is waited for. ErrCompacted when
-// afterRev is older than the compacted revision.
+// namespace (all namespaces when empty) that delivers every event with
+// revision > afterRev, in order. A revision newer than the store's is
+// waited for. ErrCompacted when afterRev is older than the compacted
+// revision.
 func (c *WatchCache) Watch(ctx context.Context, resource, namespace string, afterRev int64) (*Watcher, error) {
+	return c.WatchFunc(ctx, resource, namespace, afterRev, nil)
+}
+
+// WatchFunc is Watch for a reader that waits on no channel: instead of
+// making Ready ready, the watcher calls onReady (when not nil) whenever
+// Drain may have events to return, once at the start included, and when
+// the watcher ends. onReady may run on the writer's commit path with the
+// cache locked: it must return at once and must not call into the cache.
+func (c *WatchCache) WatchFunc(ctx context.Context, resource, namespace string, afterRev int64, onReady func()) (*Watcher, error) {
 	w := &Watcher{
 		cache: c, resource: resource, namespace: namespace,
-		ch: make(chan *CachedEvent, c.src.WatcherBuffer), done: make(chan struct{}),
+		done: make(chan struct{}), onReady: onReady,
 	}
-	w.after.Store(afterRev)
+	if onReady == nil {
+		w.ready = make(chan struct{}, 1)
+	}
+	w.after = afterRev
 	if afterRev < c.db.CompactedRev() {
 		return nil, ErrCompacted
 	}
 	if !w.tryJoin() {
 		w.catchingUp = true
 	}
+	// The first Drain finds what is already there (or reads the log).
+	w.wake()
 	return w, nil
 }
 
@@ -198,23 +268,34 @@ func (c *WatchCache) Close() {
 	c.watchers = nil
 }
 
-// Watcher is one watch stream.
+// Watcher is one watch stream. One goroutine reads it, with Drain (waiting
+// on Ready and Done) or with Next; Stop and ProgressRev may be called from
+// any goroutine.
 type Watcher struct {
 	cache               *WatchCache
 	resource, namespace string
-	// after is the revision of the last event returned by Next (or the
-	// start). Written only by Next's caller.
-	after atomic.Int64
-	// live is set once the backlog is drained and events come only from ch.
-	live atomic.Bool
+	// next is the sequence number of the next ring event to look at once
+	// joined. Written by the reader under cache.mu.RLock and by publish
+	// under cache.mu.Lock.
+	next atomic.Uint64
+	// afterRev mirrors after for ProgressRev, which runs on other
+	// goroutines.
+	afterRev atomic.Int64
 
-	// backlog holds events to deliver before ch: the ring's tail at join,
-	// or a change-log page while catching up. Used only by Next's caller.
-	backlog    []*CachedEvent
+	// The fields below are used only by the reading goroutine.
+	// after is the revision of the last event returned (or the start).
+	after int64
+	// catchingUp: the watcher reads the change log before joining.
 	catchingUp bool
+	// backlog holds a change-log page while catching up; pending holds
+	// what Drain returned and Next has not.
+	backlog []*CachedEvent
+	pending []*CachedEvent
 
-	ch   chan *CachedEvent
-	done chan struct{}
+	// ready is made ready, or onReady called, when Drain may have events.
+	ready   chan struct{}
+	onReady func()
+	done    chan struct{}
 	// errMu guards err.
 	errMu sync.Mutex
 	err   error
@@ -226,9 +307,22 @@ func (w *Watcher) wants(ev *CachedEvent) bool {
 	return (w.resource == "" || k.Resource == w.resource) && (w.namespace == "" || k.Namespace == w.namespace)
 }
 
-// tryJoin registers the watcher with the cache if everything after w.after
-// is still in the ring (or in the future), copying the ring's tail into the
-// backlog. It reports false when the watcher must read the change log first.
+// wake makes Ready ready (or calls onReady), without blocking.
+func (w *Watcher) wake() {
+	if w.onReady != nil {
+		w.onReady()
+		return
+	}
+	select {
+	case w.ready <- struct{}{}:
+	default:
+	}
+}
+
+// tryJoin registers the watcher with the cache if everything after
+// w.after is still in the ring (or in the future), positioning it at the
+// first event after w.after. It reports false when the watcher must read
+// the change log first.
 func (w *Watcher) tryJoin() bool {
 	c := w.cache
 	c.mu.Lock()
@@ -237,16 +331,15 @@ func (w *Watcher) tryJoin() bool {
 		w.closeWith(ErrWatchClosed)
 		return true
 	}
-	after := w.after.Load()
-	if after < c.oldestAvailableLocked() {
+	if w.after < c.oldestAvailableLocked() {
 		return false
 	}
-	for i := 0; i < c.n; i++ {
-		ev := c.ring[(c.head+i)%len(c.ring)]
-		if ev.Rev() > after && w.wants(ev) {
-			w.backlog = append(w.backlog, ev)
-		}
+	s := c.oldestSeqLocked()
+	for s < c.seq && c.at(s).Rev() <= w.after {
+		s++
 	}
+	w.next.Store(s)
+	w.afterRev.Store(w.after)
 	c.watchers[w] = struct{}{}
 	return true
 }
@@ -257,58 +350,122 @@ func (w *Watcher) closeWith(err error) {
 		w.err = err
 		w.errMu.Unlock()
 		close(w.done)
+		if w.onReady != nil {
+			w.onReady()
+		}
 	})
+}
+
+// Ready is signalled when Drain may have events to return. After a Drain
+// that returns fewer events than asked, wait on Ready (and Done) before
+// the next.
+func (w *Watcher) Ready() <-chan struct{} { return w.ready }
+
+// Done is closed when the watcher ends; Err says why.
+func (w *Watcher) Done() <-chan struct{} { return w.done }
+
+// Err is why the watcher ended (ErrWatcherTooSlow, ErrWatchClosed), or
+// nil while it runs.
+func (w *Watcher) Err() error {
+	w.errMu.Lock()
+	defer w.errMu.Unlock()
+	return w.err
+}
+
+// Drain appends to dst, without waiting for new events, up to max of the
+// events available now, in revision order, and returns it. While the
+// watcher catches up from the change log, Drain reads it (one page per
+// call). It fails with the watcher's error once it ended, or with
+// ErrCompacted when the change log it needs was compacted.
+func (w *Watcher) Drain(ctx context.Context, dst []*CachedEvent, max int) ([]*CachedEvent, error) {
+	if err := w.Err(); err != nil {
+		return dst, err
+	}
+	for n := 0; len(w.backlog) > 0 && n < max; n++ {
+		ev := w.backlog[0]
+		w.backlog[0] = nil
+		w.backlog = w.backlog[1:]
+		dst = w.deliver(dst, ev)
+	}
+	if len(w.backlog) > 0 {
+		w.wake()
+		return dst, nil
+	}
+	if w.catchingUp {
+		if !w.tryJoin() {
+			events, err := w.cache.db.Changes(ctx, w.after, changeLogPage)
+			if err != nil {
+				return dst, err
+			}
+			for i := range events {
+				if ev := (&CachedEvent{Event: events[i]}); w.wants(ev) {
+					w.backlog = append(w.backlog, ev)
+				}
+			}
+			if len(w.backlog) == 0 && len(events) > 0 {
+				w.after = events[len(events)-1].Rev()
+				w.afterRev.Store(w.after)
+			}
+			// Come back for the page (or the next one, or to join).
+			w.wake()
+			return dst, nil
+		}
+		w.catchingUp = false
+		w.backlog = nil
+	}
+	c := w.cache
+	c.mu.RLock()
+	s := w.next.Load()
+	if s < c.oldestSeqLocked() {
+		c.mu.RUnlock()
+		return dst, ErrWatcherTooSlow
+	}
+	for n := 0; s < c.seq && n < max; s++ {
+		if ev := c.at(s); w.wants(ev) {
+			dst = w.deliver(dst, ev)
+			n++
+		}
+	}
+	w.next.Store(s)
+	more := s < c.seq
+	c.mu.RUnlock()
+	if more {
+		w.wake()
+	}
+	return dst, nil
+}
+
+// deliver appends ev to dst unless it was delivered already.
+func (w *Watcher) deliver(dst []*CachedEvent, ev *CachedEvent) []*CachedEvent {
+	if ev.Rev() <= w.after {
+		return dst
+	}
+	w.after = ev.Rev()
+	w.afterRev.Store(w.after)
+	return append(dst, ev)
 }
 
 // Next returns the next event, blocking until one arrives, ctx ends, or the
 // watcher is closed (ErrWatcherTooSlow, ErrWatchClosed, ErrCompacted).
 func (w *Watcher) Next(ctx context.Context) (*CachedEvent, error) {
 	for {
-		if len(w.backlog) > 0 {
-			ev := w.backlog[0]
-			w.backlog[0] = nil
-			w.backlog = w.backlog[1:]
-			if ev.Rev() <= w.after.Load() {
-				continue
-			}
-			w.after.Store(ev.Rev())
+		if len(w.pending) > 0 {
+			ev := w.pending[0]
+			w.pending[0] = nil
+			w.pending = w.pending[1:]
 			return ev, nil
 		}
-		if w.catchingUp {
-			if w.tryJoin() {
-				w.catchingUp = false
-				continue
-			}
-			events, err := w.cache.db.Changes(ctx, w.after.Load(), changeLogPage)
-			if err != nil {
-				return nil, err
-			}
-			for i := range events {
-				ev := &CachedEvent{Event: events[i]}
-				if w.wants(ev) {
-					w.backlog = append(w.backlog, ev)
-				}
-			}
-			if len(events) > 0 && len(w.backlog) == 0 {
-				w.after.Store(events[len(events)-1].Rev())
-			}
+		var err error
+		w.pending, err = w.Drain(ctx, w.pending[:0], 64)
+		if err != nil {
+			return nil, err
+		}
+		if len(w.pending) > 0 {
 			continue
 		}
-		w.live.Store(true)
 		select {
-		case ev := <-w.ch:
-			if ev.Rev() <= w.after.Load() {
-				continue
-			}
-			w.after.Store(ev.Rev())
-			return ev, nil
+		case <-w.ready:
 		case <-w.done:
-			// Deliver what was buffered before the close was noticed only
-			// for a clean stop; a slow watcher must resume instead.
-			w.errMu.Lock()
-			err := w.err
-			w.errMu.Unlock()
-			return nil, err
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -317,19 +474,20 @@ func (w *Watcher) Next(ctx context.Context) (*CachedEvent, error) {
 
 // ProgressRev returns the revision a BOOKMARK may carry once the caller
 // has written every event up to delivered: the cache's newest revision when
-// the watcher is live and nothing is queued for it, else delivered.
+// the watcher is live, has read everything in the ring and delivered is
+// the last event it returned; else delivered.
 func (w *Watcher) ProgressRev(delivered int64) int64 {
 	c := w.cache
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if w.live.Load() && len(w.ch) == 0 && w.after.Load() == delivered && c.lastRev > delivered {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if _, live := c.watchers[w]; live && w.next.Load() == c.seq && w.afterRev.Load() == delivered && c.lastRev > delivered {
 		return c.lastRev
 	}
 	return delivered
 }
 
 // Rev is the revision of the last event delivered, or the start revision.
-func (w *Watcher) Rev() int64 { return w.after.Load() }
+func (w *Watcher) Rev() int64 { return w.afterRev.Load() }
 
 // Stop ends the watcher and detaches it from the cache.
 func (w *Watcher) Stop() {

@@ -1,0 +1,234 @@
+package httpapi
+
+import (
+	"net"
+	"net/http"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// watchPeerCheck is how often streams on hijacked connections are checked
+// for clients that closed the connection. A var so tests can shorten it.
+var watchPeerCheck = 2 * time.Second
+
+// hijackWatch takes an HTTP/1.1 connection over from net/http for a watch
+// stream and writes the response header. ok is false when the connection
+// cannot be taken over (HTTP/2, test recorders, platforms where closed
+// connections cannot be detected without a reader); then nothing was
+// written.
+func (s *Server) hijackWatch(c echo.Context) (out *connOut, ok bool) {
+	req, resp := c.Request(), c.Response()
+	if !canPeek || req.ProtoMajor != 1 {
+		return nil, false
+	}
+	rc := http.NewResponseController(resp.Writer)
+	conn, _, err := rc.Hijack()
+	if err != nil {
+		return nil, false
+	}
+	resp.Committed, resp.Status = true, http.StatusOK
+	out = &connOut{conn: conn}
+	if sc, ok := conn.(syscall.Conn); ok {
+		out.raw, _ = sc.SyscallConn()
+	}
+	hdr := make([]byte, 0, 256)
+	hdr = append(hdr, "HTTP/1.1 200 OK\r\n"...)
+	for k, vs := range resp.Header() {
+		for _, v := range vs {
+			hdr = append(append(append(append(hdr, k...), ": "...), v...), "\r\n"...)
+		}
+	}
+	hdr = append(hdr, "Date: "...)
+	hdr = time.Now().UTC().AppendFormat(hdr, http.TimeFormat)
+	hdr = append(hdr, "\r\nTransfer-Encoding: chunked\r\n\r\n"...)
+	if err := out.writeNow(hdr); err != nil {
+		out.failed = true
+	}
+	return out, true
+}
+
+// addStream registers a running stream, so that Close ends it and, when
+// it owns its connection, the peer check watches its client.
+func (s *Server) addStream(ws *watchStream, hijacked bool) {
+	s.streams.Add(1)
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streamSet == nil {
+		s.streamSet = make(map[*watchStream]bool)
+	}
+	s.streamSet[ws] = hijacked
+	if hijacked && !s.peerCheckRunning {
+		s.peerCheckRunning = true
+		go s.runPeerCheck()
+	}
+}
+
+// removeStream forgets an ended stream.
+func (s *Server) removeStream(ws *watchStream) {
+	s.streamsMu.Lock()
+	delete(s.streamSet, ws)
+	s.streamsMu.Unlock()
+	s.streams.Done()
+}
+
+// endStreams ends every stream (server shutdown).
+func (s *Server) endStreams() {
+	s.streamsMu.Lock()
+	all := make([]*watchStream, 0, len(s.streamSet))
+	for ws := range s.streamSet {
+		all = append(all, ws)
+	}
+	s.streamsMu.Unlock()
+	for _, ws := range all {
+		ws.cancel()
+	}
+}
+
+// runPeerCheck ends, every watchPeerCheck, the streams whose client closed
+// its connection. A stream that owns its connection has no reader that
+// would notice (that reader would be a goroutine per watch): the check is
+// one non-blocking peek per connection.
+func (s *Server) runPeerCheck() {
+	t := time.NewTicker(watchPeerCheck)
+	defer t.Stop()
+	var batch []*watchStream
+	for {
+		select {
+		case <-s.baseCtx.Done():
+			return
+		case <-t.C:
+		}
+		batch = batch[:0]
+		s.streamsMu.Lock()
+		for ws, hijacked := range s.streamSet {
+			if hijacked {
+				batch = append(batch, ws)
+			}
+		}
+		s.streamsMu.Unlock()
+		for _, ws := range batch {
+			if o, ok := ws.out.(*connOut); ok && o.peerClosed() {
+				ws.cancel()
+			}
+		}
+		clear(batch)
+	}
+}
+
+// connOut writes a watch response on a hijacked connection, with HTTP/1.1
+// chunked framing: each flush is one chunk, written with one writev of the
+// chunk header and the (shared) event lines.
+type connOut struct {
+	conn net.Conn
+	raw  syscall.RawConn
+	// bufs are the lines written since the last flush, after a slot for
+	// the chunk header.
+	bufs net.Buffers
+	size int
+	// deadlineSet is when the write deadline was last moved.
+	deadlineSet time.Time
+	// failed: a write failed, the response cannot go on.
+	failed bool
+}
+
+// maxIdleBufs is the capacity of bufs a stream keeps between flushes.
+const maxIdleBufs = 16
+
+var crlf = []byte("\r\n")
+
+func (o *connOut) write(line []byte) error {
+	if len(o.bufs) == 0 {
+		o.bufs = append(o.bufs, nil)
+	}
+	o.bufs = append(o.bufs, line)
+	o.size += len(line)
+	if len(o.bufs) > maxEventsPerFlush {
+		return o.flush()
+	}
+	return nil
+}
+
+func (o *connOut) flush() error {
+	if o.failed {
+		return net.ErrClosed
+	}
+	if o.size == 0 {
+		return nil
+	}
+	var hdr [20]byte
+	h := strconv.AppendInt(hdr[:0], int64(o.size), 16)
+	o.bufs[0] = append(h, crlf...)
+	o.bufs = append(o.bufs, crlf)
+	o.moveDeadline()
+	bufs := o.bufs
+	_, err := bufs.WriteTo(o.conn)
+	clear(o.bufs)
+	o.bufs, o.size = o.bufs[:0], 0
+	if cap(o.bufs) > maxIdleBufs {
+		o.bufs = nil
+	}
+	if err != nil {
+		o.failed = true
+	}
+	return err
+}
+
+// writeNow writes b unframed (the response header).
+func (o *connOut) writeNow(b []byte) error {
+	o.moveDeadline()
+	_, err := o.conn.Write(b)
+	return err
+}
+
+// moveDeadline moves the write deadline forward, at most every
+// watchWriteTimeout/30 (setting it costs more than a write when events
+// come fast): a stuck client is still cut off within about
+// watchWriteTimeout.
+func (o *connOut) moveDeadline() {
+	if now := time.Now(); now.Sub(o.deadlineSet) > watchWriteTimeout/30 {
+		_ = o.conn.SetWriteDeadline(now.Add(watchWriteTimeout))
+		o.deadlineSet = now
+	}
+}
+
+// close writes the last chunk, so the client sees a clean end of the
+// response, and closes the connection.
+func (o *connOut) close() {
+	if o.flush() == nil {
+		_ = o.conn.SetWriteDeadline(time.Now().Add(time.Second))
+		_, _ = o.conn.Write([]byte("0\r\n\r\n"))
+	}
+	_ = o.conn.Close()
+}
+
+func (o *connOut) abort() { _ = o.conn.Close() }
+
+// peerClosed reports whether the client closed the connection.
+func (o *connOut) peerClosed() bool {
+	return o.raw == nil || peek(o.raw)
+}
+
+// responseOut writes a watch response through net/http.
+type responseOut struct {
+	resp        *echo.Response
+	rc          *http.ResponseController
+	deadlineSet time.Time
+}
+
+func (o *responseOut) write(line []byte) error {
+	if now := time.Now(); now.Sub(o.deadlineSet) > watchWriteTimeout/30 {
+		_ = o.rc.SetWriteDeadline(now.Add(watchWriteTimeout))
+		o.deadlineSet = now
+	}
+	_, err := o.resp.Write(line)
+	return err
+}
+
+func (o *responseOut) flush() error { return o.rc.Flush() }
+
+func (o *responseOut) close() {}
+
+func (o *responseOut) abort() { _ = o.rc.SetWriteDeadline(time.Now()) }
