@@ -74,7 +74,11 @@ type Server struct {
 	streamsMu        sync.Mutex
 	streamSet        map[*watchStream]bool
 	peerCheckRunning bool
-	cancel           context.CancelFunc
+	// runq feeds the stream workers, started once, stopped by Close.
+	startWorkers sync.Once
+	runq         chan *watchStream
+	stopWorkers  chan struct{}
+	cancel       context.CancelFunc
 }
 
 // New returns a Server for cfg.
@@ -145,5 +149,9 @@ func (s *Server) Close(ctx context.Context) error {
 	s.unsubscribeNamespaces()
 	s.wg.Wait()
 	s.streams.Wait()
+	s.startWorkers.Do(func() {})
+	if s.stopWorkers != nil {
+		close(s.stopWorkers)
+	}
 	return nil
 }

@@ -86,6 +86,9 @@ type watchStream struct {
 	// by event type (ADDED, MODIFIED, DELETED), built once.
 	memoKeys [3]string
 
+	// pooled: the stream runs on the stream workers (it owns its
+	// connection, whose writes can time out without losing data).
+	pooled bool
 	// state is streamIdle, streamRunning, streamDirty or streamEnded.
 	state atomic.Int32
 	// gone is set when the client went away or the server is closing.
@@ -115,6 +118,11 @@ type watchOut interface {
 	// abort makes a blocked write fail at once (client gone, server
 	// shutdown).
 	abort()
+	// setWorker says whether writes run on a stream worker: then a write
+	// the client does not take within workerWriteTimeout fails with
+	// errSlowClient and stays pending for the next flush, instead of
+	// blocking for up to watchWriteTimeout.
+	setWorker(bool)
 }
 
 // memoKey returns the key under which the encoding of an event of type typ
@@ -194,7 +202,7 @@ func (s *Server) handleWatch(r *request) error {
 	resp.Header().Set("Cache-Control", "no-cache, private")
 	hijacked := false
 	if out, ok := s.hijackWatch(c); ok {
-		ws.out, hijacked = out, true
+		ws.out, hijacked, ws.pooled = out, true, true
 	} else {
 		// HTTP/2 or a test recorder: the stream writes through net/http,
 		// and this handler waits for it to end.
@@ -231,11 +239,11 @@ func (s *Server) handleWatch(r *request) error {
 	if !hijacked {
 		stop := context.AfterFunc(reqCtx, ws.cancel)
 		defer stop()
-		ws.serve()
+		ws.serve(false)
 		<-ws.finished
 		return nil
 	}
-	ws.serve()
+	ws.serve(false)
 	return nil
 }
 
@@ -258,15 +266,16 @@ func (ws *watchStream) cancel() {
 	ws.kick()
 }
 
-// kick makes the stream write what is pending: it starts serve on a new
-// goroutine if none runs, else makes the running one go round once more.
-// It never blocks (it runs on the commit path, see store.WatchFunc).
+// kick makes the stream write what is pending: it queues the stream for
+// the stream workers (or starts serve on a goroutine of its own) if it is
+// idle, else makes the running serve go round once more. It never blocks
+// (it runs on the commit path, see store.WatchFunc).
 func (ws *watchStream) kick() {
 	for {
 		switch st := ws.state.Load(); st {
 		case streamIdle:
 			if ws.state.CompareAndSwap(st, streamRunning) {
-				go ws.serve()
+				ws.s.runStream(ws)
 				return
 			}
 		case streamRunning:
@@ -280,11 +289,18 @@ func (ws *watchStream) kick() {
 }
 
 // serve runs steps until the stream is idle (no kick came during the last
-// step) or ended.
-func (ws *watchStream) serve() {
+// step) or ended. On a stream worker (onWorker), a client too slow to take
+// a write within workerWriteTimeout moves the stream to a goroutine of its
+// own, so that one slow client never holds up the others.
+func (ws *watchStream) serve(onWorker bool) {
+	ws.out.setWorker(onWorker)
 	for {
-		if ws.step() {
+		switch ws.step() {
+		case stepEnded:
 			ws.finish()
+			return
+		case stepSlow:
+			go ws.serve(false)
 			return
 		}
 		if ws.state.CompareAndSwap(streamRunning, streamIdle) {
@@ -294,29 +310,42 @@ func (ws *watchStream) serve() {
 	}
 }
 
+// Outcomes of a step.
+const (
+	stepOK    = iota // the stream goes on
+	stepEnded        // the stream has ended
+	stepSlow         // a write is still pending: go on off the workers
+)
+
 // step writes the events the watcher has and a BOOKMARK if one is due,
-// and reports whether the stream has ended: timed out, the client gone,
-// the watcher closed (too slow, server closing) or a write failed.
-func (ws *watchStream) step() (ended bool) {
+// and says whether the stream has ended: timed out, the client gone, the
+// watcher closed (too slow, server closing) or a write failed.
+func (ws *watchStream) step() int {
 	if ws.gone.Load() || ws.w.Err() != nil {
-		return true
+		return stepEnded
 	}
 	now := time.Now()
 	if !now.Before(ws.end) {
-		return true
+		return stepEnded
 	}
 	if err := ws.drain(); err != nil {
+		if errors.Is(err, errSlowClient) {
+			return stepSlow
+		}
 		if errors.Is(err, store.ErrCompacted) {
 			ws.writeError(tooOldResourceVersion(ws.w.Rev(), ws.s.cfg.Store.CompactedRev()))
 		}
-		return true
+		return stepEnded
 	}
 	if ws.bookmarks && !now.Before(ws.nextBookmark) {
 		ws.writeBookmark(ws.w.ProgressRev(ws.delivered), false)
-		if ws.out.flush() != nil {
-			return true
-		}
 		ws.nextBookmark = ws.bookmarkAfter(now)
+		if err := ws.out.flush(); err != nil {
+			if errors.Is(err, errSlowClient) {
+				return stepSlow
+			}
+			return stepEnded
+		}
 	}
 	at := ws.end
 	if ws.bookmarks && ws.nextBookmark.Before(at) {
@@ -326,7 +355,7 @@ func (ws *watchStream) step() (ended bool) {
 		ws.timer.Reset(time.Until(at))
 		ws.timerAt = at
 	}
-	return false
+	return stepOK
 }
 
 // finish ends the response and releases the stream.

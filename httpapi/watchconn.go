@@ -1,14 +1,72 @@
 package httpapi
 
 import (
+	"errors"
 	"net"
 	"net/http"
+	"os"
+	"runtime"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/labstack/echo/v4"
 )
+
+// workerWriteTimeout is how long a stream worker waits for a client to
+// take a write before it moves that stream to a goroutine of its own.
+const workerWriteTimeout = 20 * time.Millisecond
+
+// errSlowClient: a write on a stream worker timed out; what is left of it
+// is written on the next flush.
+var errSlowClient = errors.New("watch client is slow to read")
+
+// streamQueue bounds the streams waiting for a stream worker; when it is
+// full, a stream runs on a goroutine of its own.
+const streamQueue = 1 << 14
+
+// runStream runs a kicked stream: on a stream worker when it owns its
+// connection, else on a goroutine of its own.
+//
+// A few long-lived workers serve the kicked streams instead of a goroutine
+// per kick: a commit kicks every watcher at once, and a thousand runnable
+// goroutines would queue the requests that write (and everything else)
+// behind them; the workers also keep their grown stacks.
+func (s *Server) runStream(ws *watchStream) {
+	if ws.pooled {
+		s.startWorkers.Do(func() {
+			s.runq = make(chan *watchStream, streamQueue)
+			s.stopWorkers = make(chan struct{})
+			for range max(2, runtime.GOMAXPROCS(0)) {
+				go s.streamWorker()
+			}
+		})
+		select {
+		case s.runq <- ws:
+			return
+		default:
+		}
+	}
+	go ws.serve(false)
+}
+
+// streamWorker serves queued streams until the server has closed and
+// every stream has ended.
+func (s *Server) streamWorker() {
+	for {
+		select {
+		case ws := <-s.runq:
+			ws.serve(true)
+			// Let the goroutines serving requests (the writes the events
+			// come from) run between streams: a worker rarely blocks, and
+			// would otherwise keep its thread for a whole time slice.
+			runtime.Gosched()
+		case <-s.stopWorkers:
+			return
+		}
+	}
+}
 
 // watchPeerCheck is how often streams on hijacked connections are checked
 // for clients that closed the connection. A var so tests can shorten it.
@@ -125,27 +183,38 @@ type connOut struct {
 	conn net.Conn
 	raw  syscall.RawConn
 	// bufs are the lines written since the last flush, after a slot for
-	// the chunk header.
-	bufs net.Buffers
+	// the chunk header; borrowed from lineBuffers while not empty.
+	bufs *net.Buffers
 	size int
 	// deadlineSet is when the write deadline was last moved.
 	deadlineSet time.Time
 	// failed: a write failed, the response cannot go on.
 	failed bool
+	// worker: see watchOut.setWorker.
+	worker bool
+	// pending is what a timed-out write left unwritten, in pendingBufs
+	// (borrowed from lineBuffers).
+	pending     net.Buffers
+	pendingBufs *net.Buffers
 }
 
-// maxIdleBufs is the capacity of bufs a stream keeps between flushes.
-const maxIdleBufs = 16
+// lineBuffers holds the line lists of connOuts between flushes, so that
+// an idle stream keeps none.
+var lineBuffers = sync.Pool{New: func() any {
+	b := make(net.Buffers, 0, maxEventsPerFlush+2)
+	return &b
+}}
 
 var crlf = []byte("\r\n")
 
 func (o *connOut) write(line []byte) error {
-	if len(o.bufs) == 0 {
-		o.bufs = append(o.bufs, nil)
+	if o.bufs == nil {
+		o.bufs = lineBuffers.Get().(*net.Buffers)
+		*o.bufs = append((*o.bufs)[:0], nil)
 	}
-	o.bufs = append(o.bufs, line)
+	*o.bufs = append(*o.bufs, line)
 	o.size += len(line)
-	if len(o.bufs) > maxEventsPerFlush {
+	if len(*o.bufs) > maxEventsPerFlush {
 		return o.flush()
 	}
 	return nil
@@ -155,26 +224,64 @@ func (o *connOut) flush() error {
 	if o.failed {
 		return net.ErrClosed
 	}
+	if o.pendingBufs != nil {
+		if err := o.writeBufs(&o.pending); err != nil {
+			return err
+		}
+		o.release(o.pendingBufs)
+		o.pending, o.pendingBufs = nil, nil
+	}
 	if o.size == 0 {
 		return nil
 	}
-	var hdr [20]byte
-	h := strconv.AppendInt(hdr[:0], int64(o.size), 16)
-	o.bufs[0] = append(h, crlf...)
-	o.bufs = append(o.bufs, crlf)
-	o.moveDeadline()
-	bufs := o.bufs
-	_, err := bufs.WriteTo(o.conn)
-	clear(o.bufs)
-	o.bufs, o.size = o.bufs[:0], 0
-	if cap(o.bufs) > maxIdleBufs {
-		o.bufs = nil
+	h := make([]byte, 0, 20)
+	h = strconv.AppendInt(h, int64(o.size), 16)
+	all := append(*o.bufs, crlf)
+	all[0] = append(h, crlf...)
+	*o.bufs = all
+	bp := o.bufs
+	o.bufs, o.size = nil, 0
+	bufs := all
+	if err := o.writeBufs(&bufs); err != nil {
+		if errors.Is(err, errSlowClient) {
+			o.pending, o.pendingBufs = bufs, bp
+		} else {
+			o.release(bp)
+		}
+		return err
 	}
+	o.release(bp)
+	return nil
+}
+
+// writeBufs writes bufs, consuming what was written. On a worker it waits
+// at most workerWriteTimeout, and a timeout is errSlowClient.
+func (o *connOut) writeBufs(bufs *net.Buffers) error {
+	now := time.Now()
+	if o.worker {
+		_ = o.conn.SetWriteDeadline(now.Add(workerWriteTimeout))
+		o.deadlineSet = time.Time{}
+	} else {
+		o.moveDeadline()
+	}
+	_, err := bufs.WriteTo(o.conn)
 	if err != nil {
+		if o.worker && errors.Is(err, os.ErrDeadlineExceeded) {
+			return errSlowClient
+		}
 		o.failed = true
 	}
 	return err
 }
+
+// release returns a line list to lineBuffers.
+func (o *connOut) release(bp *net.Buffers) {
+	clear((*bp)[:cap(*bp)])
+	*bp = (*bp)[:0]
+	lineBuffers.Put(bp)
+}
+
+func (o *connOut) setWorker(on bool) { o.worker = on }
 
 // writeNow writes b unframed (the response header).
 func (o *connOut) writeNow(b []byte) error {
@@ -230,5 +337,7 @@ func (o *responseOut) write(line []byte) error {
 func (o *responseOut) flush() error { return o.rc.Flush() }
 
 func (o *responseOut) close() {}
+
+func (o *responseOut) setWorker(bool) {}
 
 func (o *responseOut) abort() { _ = o.rc.SetWriteDeadline(time.Now()) }

@@ -255,3 +255,61 @@ func TestDB_CompactUnderLoad(t *testing.T) {
 		t.Errorf("change-log rows = %d, want %d (everything after the compacted revision)", got, want)
 	}
 }
+
+func TestWatchCache_WatchFunc(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{})
+	defer wc.Close()
+	ctx := context.Background()
+	kicks := make(chan struct{}, 100)
+	w, err := wc.WatchFunc(ctx, "configmaps", "a", db.Rev(), func() { kicks <- struct{}{} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(kicks); got != 1 {
+		t.Fatalf("kicks after WatchFunc = %d, want 1 (the first Drain)", got)
+	}
+	<-kicks
+	mustCreate(t, db, key("b", "x"), "v") // not watched: no kick
+	mustCreate(t, db, key("a", "x"), "v")
+	if got := len(kicks); got != 1 {
+		t.Fatalf("kicks after one wanted and one unwanted commit = %d, want 1", got)
+	}
+	evs, err := w.Drain(ctx, nil, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 || evs[0].Object.Key.Namespace != "a" {
+		t.Fatalf("Drain = %d events, want the one in namespace a", len(evs))
+	}
+	<-kicks
+	w.Stop()
+	if got := len(kicks); got != 1 {
+		t.Errorf("kicks after Stop = %d, want 1", got)
+	}
+	if _, err := w.Drain(ctx, nil, 10); !errors.Is(err, ErrWatchClosed) {
+		t.Errorf("Drain after Stop: err = %v, want ErrWatchClosed", err)
+	}
+}
+
+// TestWatchCache_IdleWatcherIsNotSlow: a watcher that wants none of many
+// events is not behind, however many there are.
+func TestWatchCache_IdleWatcherIsNotSlow(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{WatcherBuffer: 4})
+	defer wc.Close()
+	ctx := context.Background()
+	idle, err := wc.Watch(ctx, "configmaps", "quiet", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Stop()
+	for i := range 20 {
+		mustCreate(t, db, key("busy", fmt.Sprint(i)), "v")
+	}
+	mustCreate(t, db, key("quiet", "x"), "v")
+	ev := nextN(t, idle, 1)[0]
+	if got, want := ev.Rev(), int64(21); got != want {
+		t.Errorf("idle watcher's event: revision %d, want %d", got, want)
+	}
+}

@@ -46,9 +46,16 @@ type watcher struct {
 
 var sentKey = []byte(`"` + sentAnnotation + `":"`)
 
+// sentWindow is how far into an event line parseSent looks first: the
+// annotation is in metadata, before managedFields and data.
+const sentWindow = 512
+
 // parseSent returns the UnixNano send time embedded in an event line, or 0.
 func parseSent(line []byte) int64 {
-	i := bytes.Index(line, sentKey)
+	i := bytes.Index(line[:min(len(line), sentWindow)], sentKey)
+	if i < 0 && len(line) > sentWindow {
+		i = bytes.Index(line, sentKey)
+	}
 	if i < 0 {
 		return 0
 	}
@@ -73,8 +80,15 @@ func (w *watcher) run(body io.Reader) {
 	}
 	br := bufio.NewReaderSize(body, size)
 	var long []byte
+	// now is when the bytes in br arrived: read the clock only when
+	// ReadSlice had to read more, not once per line.
+	var now int64
 	for {
+		before := br.Buffered()
 		line, err := br.ReadSlice('\n')
+		if len(line) > before || now == 0 {
+			now = time.Now().UnixNano()
+		}
 		if errors.Is(err, bufio.ErrBufferFull) {
 			long = append(long, line...)
 			continue
@@ -84,7 +98,6 @@ func (w *watcher) run(body io.Reader) {
 			line, long = long, long[:0]
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			now := time.Now().UnixNano()
 			if sent := parseSent(line); sent != 0 {
 				w.hist.record(time.Duration(now - sent))
 				w.events.Add(1)
