@@ -74,6 +74,12 @@ type Server struct {
 	streamsMu        sync.Mutex
 	streamSet        map[*watchStream]bool
 	peerCheckRunning bool
+	// coalesced are the streams waiting for the end of the coalescing
+	// interval (see watchCoalesce).
+	coalesceMu    sync.Mutex
+	coalesced     []*watchStream
+	coalesceArmed bool
+	coalesceTimer *time.Timer
 	// runq feeds the stream workers, started once, stopped by Close.
 	startWorkers sync.Once
 	runq         chan *watchStream

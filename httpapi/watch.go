@@ -89,6 +89,10 @@ type watchStream struct {
 	// pooled: the stream runs on the stream workers (it owns its
 	// connection, whose writes can time out without losing data).
 	pooled bool
+	// lastWrite is when events were last written (UnixNano): a stream
+	// kicked again sooner than watchCoalesce after it waits, so that under
+	// a steady stream of events each watch gets one write per interval.
+	lastWrite atomic.Int64
 	// state is streamIdle, streamRunning, streamDirty or streamEnded.
 	state atomic.Int32
 	// gone is set when the client went away or the server is closing.
@@ -376,6 +380,7 @@ func (ws *watchStream) drain() error {
 		*bp = (*bp)[:0]
 		drainBuffers.Put(bp)
 	}()
+	wrote := false
 	for {
 		evs, err := ws.w.Drain(ws.s.baseCtx, (*bp)[:0], maxEventsPerFlush)
 		for _, ev := range evs {
@@ -383,11 +388,15 @@ func (ws *watchStream) drain() error {
 				return werr
 			}
 			ws.delivered = ev.Rev()
+			wrote = true
 		}
 		if err != nil {
 			return err
 		}
 		if len(evs) == 0 {
+			if wrote {
+				ws.lastWrite.Store(time.Now().UnixNano())
+			}
 			return ws.out.flush()
 		}
 	}

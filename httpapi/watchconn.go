@@ -34,6 +34,15 @@ const streamQueue = 1 << 14
 // goroutines would queue the requests that write (and everything else)
 // behind them; the workers also keep their grown stacks.
 func (s *Server) runStream(ws *watchStream) {
+	if ws.pooled && time.Now().UnixNano()-ws.lastWrite.Load() < int64(watchCoalesce) {
+		s.coalesce(ws)
+		return
+	}
+	s.queueStream(ws)
+}
+
+// queueStream hands a kicked stream to a stream worker.
+func (s *Server) queueStream(ws *watchStream) {
 	if ws.pooled {
 		s.startWorkers.Do(func() {
 			s.runq = make(chan *watchStream, streamQueue)
@@ -49,6 +58,42 @@ func (s *Server) runStream(ws *watchStream) {
 		}
 	}
 	go ws.serve(false)
+}
+
+// watchCoalesce is the shortest time between two writes of events to one
+// watch stream. Each write is a system call whose fixed cost is several
+// times that of copying an event, both here and in the client: under a
+// steady stream of events, writing what came in the last few milliseconds
+// at once takes far less CPU than a write per commit, for a few
+// milliseconds of latency. A stream idle for longer is written at once.
+const watchCoalesce = 5 * time.Millisecond
+
+// coalesce queues ws for a stream worker at the end of the current
+// coalescing interval.
+func (s *Server) coalesce(ws *watchStream) {
+	s.coalesceMu.Lock()
+	defer s.coalesceMu.Unlock()
+	s.coalesced = append(s.coalesced, ws)
+	if !s.coalesceArmed {
+		s.coalesceArmed = true
+		if s.coalesceTimer == nil {
+			s.coalesceTimer = time.AfterFunc(watchCoalesce, s.releaseCoalesced)
+		} else {
+			s.coalesceTimer.Reset(watchCoalesce)
+		}
+	}
+}
+
+// releaseCoalesced queues the streams that waited for the interval's end.
+func (s *Server) releaseCoalesced() {
+	s.coalesceMu.Lock()
+	batch := s.coalesced
+	s.coalesced = make([]*watchStream, 0, len(batch))
+	s.coalesceArmed = false
+	s.coalesceMu.Unlock()
+	for _, ws := range batch {
+		s.queueStream(ws)
+	}
 }
 
 // streamWorker serves queued streams until the server has closed and
