@@ -114,17 +114,17 @@ func (s *Server) streamWorker() {
 }
 
 // watchPeerCheck is how often streams on hijacked connections are checked
-// for clients that closed the connection. A var so tests can shorten it.
-var watchPeerCheck = 2 * time.Second
+// for clients that closed the connection.
+const watchPeerCheck = 2 * time.Second
 
 // hijackWatch takes an HTTP/1.1 connection over from net/http for a watch
 // stream and writes the response header. ok is false when the connection
-// cannot be taken over (HTTP/2, test recorders, platforms where closed
-// connections cannot be detected without a reader); then nothing was
-// written.
+// cannot be taken over: HTTP/1.0 (no chunked framing), HTTP/2, test
+// recorders, and platforms where a closed connection cannot be noticed
+// without a reader. Then nothing was written.
 func (s *Server) hijackWatch(c echo.Context) (out *connOut, ok bool) {
 	req, resp := c.Request(), c.Response()
-	if !canPeek || req.ProtoMajor != 1 {
+	if !canPeek || !req.ProtoAtLeast(1, 1) || req.ProtoMajor != 1 {
 		return nil, false
 	}
 	rc := http.NewResponseController(resp.Writer)
