@@ -157,6 +157,10 @@ func (s *Server) hijackWatch(c echo.Context) (out *connOut, ok bool) {
 // it owns its connection, the peer check watches its client.
 func (s *Server) addStream(ws *watchStream, hijacked bool) {
 	s.streams.Add(1)
+	if s.baseCtx.Err() != nil {
+		// Closing: the stream ends at its first step.
+		ws.gone.Store(true)
+	}
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
 	if s.streamSet == nil {
