@@ -16,23 +16,52 @@ import (
 )
 
 // crashChildEnv names the database a re-executed test binary writes to
-// until it is killed; see TestDB_CrashDurability.
-const crashChildEnv = "EDGEAPI_STORE_CRASH_CHILD"
+// until it is killed; see TestDB_CrashDurability. crashCheckpointEnv, if
+// set, holds the child's checkpointPages and walRestartPages as "N,M".
+const (
+	crashChildEnv      = "EDGEAPI_STORE_CRASH_CHILD"
+	crashCheckpointEnv = "EDGEAPI_STORE_CRASH_CHECKPOINT"
+)
 
 // TestDB_CrashDurability kills a writing process with SIGKILL and checks
 // that every write it acknowledged is in the reopened database, at the
-// revision it was acknowledged with, and that the change log has no gap.
+// revision it was acknowledged with, and that the change log has no gap;
+// once with the default checkpoint thresholds, once with thresholds so
+// low that the checkpointer checkpoints and resets the WAL all along.
 func TestDB_CrashDurability(t *testing.T) {
 	if path := os.Getenv(crashChildEnv); path != "" {
+		if v := os.Getenv(crashCheckpointEnv); v != "" {
+			if _, err := fmt.Sscanf(v, "%d,%d", &checkpointPages, &walRestartPages); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
+		}
 		crashChild(path)
 		return
 	}
 	if testing.Short() {
 		t.Skip("re-executes the test binary")
 	}
+	tests := []struct {
+		name       string
+		checkpoint string
+	}{
+		{name: "default checkpoints"},
+		{name: "frequent checkpoints and WAL resets", checkpoint: "8,32"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			testCrashDurability(t, tt.checkpoint)
+		})
+	}
+}
+
+// testCrashDurability runs one crash of TestDB_CrashDurability; checkpoint
+// goes to the child in crashCheckpointEnv.
+func testCrashDurability(t *testing.T, checkpoint string) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestDB_CrashDurability$")
-	cmd.Env = append(os.Environ(), crashChildEnv+"="+path)
+	cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashCheckpointEnv+"="+checkpoint)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +95,10 @@ func TestDB_CrashDurability(t *testing.T) {
 		t.Fatalf("child exited after %d acknowledged writes, before it was killed", len(acked))
 	}
 
+	var walBytes int64
+	if fi, err := os.Stat(path + "-wal"); err == nil {
+		walBytes = fi.Size()
+	}
 	db := openTestPath(t, path)
 	defer db.Close()
 	ctx := context.Background()
@@ -90,7 +123,7 @@ func TestDB_CrashDurability(t *testing.T) {
 	if got := db.Rev(); got != int64(len(events)) || got < int64(len(acked)) {
 		t.Errorf("Rev() = %d with %d change-log rows and %d acknowledged writes", got, len(events), len(acked))
 	}
-	t.Logf("%d writes acknowledged before SIGKILL, %d committed", len(acked), len(events))
+	t.Logf("%d writes acknowledged before SIGKILL, %d committed; WAL %d bytes", len(acked), len(events), walBytes)
 }
 
 // crashChild writes until killed, printing "name rev" for each

@@ -90,9 +90,27 @@ type DB struct {
 	writeConn *sql.Conn
 	stmts     writeStmts
 	// readDB is the read pool: query_only connections that never block
-	// the writer (WAL).
+	// the writer (WAL). Every read transaction on it passes readers.
 	readDB  *sql.DB
 	getStmt *sql.Stmt
+	readers readGate
+	// ckptDB holds exactly one connection, ckptConn, used by the
+	// checkpointer goroutine, or by the writer goroutine on its behalf
+	// while it waits (see checkpoint.go).
+	ckptDB   *sql.DB
+	ckptConn *sql.Conn
+	// ckptWake wakes the checkpointer (capacity 1: a send that finds it
+	// full is already pending). walPending is the pages the writer has
+	// written to the WAL since it last woke the checkpointer; only the
+	// writer goroutine uses it.
+	ckptWake   chan struct{}
+	walPending int
+	// dbFile is the database file, which the checkpointer fsyncs after a
+	// checkpoint that did not copy every frame (SQLite fsyncs it only
+	// after one that did). It stays open until every connection has
+	// closed: closing any descriptor of a file drops the POSIX locks the
+	// process holds on it, SQLite's included.
+	dbFile *os.File
 	// cache serves Get; nil when Config.ObjectCacheBytes is negative.
 	cache *objectCache
 
@@ -123,6 +141,7 @@ type DB struct {
 	bgCancel   context.CancelFunc
 	wg         sync.WaitGroup // the writer goroutine
 	bg         sync.WaitGroup // background compaction
+	ckptDone   sync.WaitGroup // the checkpointer
 	closeOnce  sync.Once
 	closeErr   error
 	writerDone chan struct{}
@@ -135,10 +154,13 @@ type subscriber struct {
 
 // stats are the counters behind Stats, updated by the writer.
 type stats struct {
-	batches       atomic.Int64
-	batchedWrites atomic.Int64
-	maxBatch      atomic.Int64
-	changeLogRows atomic.Int64
+	batches           atomic.Int64
+	batchedWrites     atomic.Int64
+	maxBatch          atomic.Int64
+	changeLogRows     atomic.Int64
+	checkpoints       atomic.Int64
+	walResets         atomic.Int64
+	walResetsDeferred atomic.Int64
 }
 
 // Stats is a snapshot of the store's counters.
@@ -158,6 +180,13 @@ type Stats struct {
 	// ChangeLogRows is the number of change-log rows, counted at Open and
 	// kept up to date by writes and compaction.
 	ChangeLogRows int64
+	// Checkpoints counts the background WAL checkpoints since Open.
+	// WALResets counts the times the checkpointer reset the WAL to its
+	// start; WALResetsDeferred the times it put a reset off because a read
+	// transaction did not end in time (see checkpoint.go).
+	Checkpoints       int64
+	WALResets         int64
+	WALResetsDeferred int64
 }
 
 var _ Store = (*DB)(nil)
@@ -175,6 +204,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		log:        cfg.Logger,
 		queue:      make(chan *writeReq, 2*cfg.MaxBatch),
 		jobs:       make(chan writerJob),
+		ckptWake:   make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
 	}
 	if cfg.ObjectCacheBytes > 0 {
@@ -192,6 +222,11 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		defer db.wg.Done()
 		defer close(db.writerDone)
 		db.groupCommit()
+	}()
+	db.ckptDone.Add(1)
+	go func() {
+		defer db.ckptDone.Done()
+		db.runCheckpointer(bgCtx)
 	}()
 
 	db.resumeCompaction(bgCtx, db.finishedCompactRev)
@@ -254,6 +289,30 @@ func (db *DB) open(ctx context.Context) error {
 	db.getStmt, err = db.readDB.PrepareContext(ctx, sqlGet)
 	if err != nil {
 		return fmt.Errorf("prepare get: %w", err)
+	}
+
+	db.dbFile, err = os.Open(db.cfg.Path)
+	if err != nil {
+		return fmt.Errorf("open database file: %w", err)
+	}
+	cdsn, err := checkpointerDSN(db.cfg.Path)
+	if err != nil {
+		return err
+	}
+	db.ckptDB, err = sql.Open("sqlite", cdsn)
+	if err != nil {
+		return fmt.Errorf("open checkpointer: %w", err)
+	}
+	db.ckptDB.SetMaxOpenConns(1)
+	db.ckptDB.SetMaxIdleConns(1)
+	db.ckptDB.SetConnMaxLifetime(0)
+	db.ckptDB.SetConnMaxIdleTime(0)
+	db.ckptConn, err = db.ckptDB.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("connect checkpointer: %w", err)
+	}
+	if err := checkPragmas(ctx, db.ckptConn); err != nil {
+		return fmt.Errorf("checkpointer: %w", err)
 	}
 
 	db.log.Info("store opened",
@@ -344,12 +403,15 @@ func (db *DB) Subscribe(fn func(events []Event)) (cancel func()) {
 // Stats returns the store's counters and file sizes.
 func (db *DB) Stats() Stats {
 	s := Stats{
-		Rev:           db.rev.Load(),
-		CompactedRev:  db.compactedRev.Load(),
-		Batches:       db.stats.batches.Load(),
-		BatchedWrites: db.stats.batchedWrites.Load(),
-		MaxBatchSeen:  db.stats.maxBatch.Load(),
-		ChangeLogRows: db.stats.changeLogRows.Load(),
+		Rev:               db.rev.Load(),
+		CompactedRev:      db.compactedRev.Load(),
+		Batches:           db.stats.batches.Load(),
+		BatchedWrites:     db.stats.batchedWrites.Load(),
+		MaxBatchSeen:      db.stats.maxBatch.Load(),
+		ChangeLogRows:     db.stats.changeLogRows.Load(),
+		Checkpoints:       db.stats.checkpoints.Load(),
+		WALResets:         db.stats.walResets.Load(),
+		WALResetsDeferred: db.stats.walResetsDeferred.Load(),
 	}
 	if fi, err := os.Stat(db.cfg.Path); err == nil {
 		s.DBBytes = fi.Size()
@@ -362,13 +424,14 @@ func (db *DB) Stats() Stats {
 
 // Close stops accepting writes (they fail with ErrClosed), lets the writer
 // commit every write already queued, stops background compaction (it
-// resumes at the next Open), checkpoints and truncates the WAL and closes
-// the database. It returns the first error and is safe to call more than
-// once.
+// resumes at the next Open) and the checkpointer, checkpoints and
+// truncates the WAL and closes the database. It returns the first error
+// and is safe to call more than once.
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.bgCancel()
 		db.bg.Wait()
+		db.ckptDone.Wait()
 		db.closeMu.Lock()
 		db.closed = true
 		db.isClosed.Store(true)
@@ -385,8 +448,9 @@ func (db *DB) Close() error {
 }
 
 // closeConns closes what open opened, returning the first error. With
-// checkpoint it closes the readers first, since an open read snapshot
-// would keep the checkpoint from truncating the WAL, then checkpoints.
+// checkpoint it closes the readers and the checkpointer first, since an
+// open read snapshot would keep the checkpoint from truncating the WAL and
+// a running checkpoint would make it wait, then checkpoints.
 func (db *DB) closeConns(checkpoint bool) error {
 	var first error
 	keep := func(err error) {
@@ -399,6 +463,12 @@ func (db *DB) closeConns(checkpoint bool) error {
 	}
 	if db.readDB != nil {
 		keep(db.readDB.Close())
+	}
+	if db.ckptConn != nil {
+		keep(db.ckptConn.Close())
+	}
+	if db.ckptDB != nil {
+		keep(db.ckptDB.Close())
 	}
 	if checkpoint && db.writeConn != nil {
 		var busy, logPages, ckptPages int
@@ -417,6 +487,9 @@ func (db *DB) closeConns(checkpoint bool) error {
 	}
 	if db.writeDB != nil {
 		keep(db.writeDB.Close())
+	}
+	if db.dbFile != nil {
+		keep(db.dbFile.Close())
 	}
 	return first
 }

@@ -68,6 +68,7 @@ func TestOpen_pragmas(t *testing.T) {
 		{"synchronous", "2"},
 		{"auto_vacuum", "2"},
 		{"busy_timeout", "5000"},
+		{"wal_autocheckpoint", "0"}, // the checkpointer checkpoints
 		{"user_version", fmt.Sprint(len(migrations))},
 	}
 	for _, tt := range tests {
@@ -78,6 +79,14 @@ func TestOpen_pragmas(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("PRAGMA %s = %q, want %q", tt.pragma, got, tt.want)
 		}
+	}
+	// The checkpointer's checkpoints fsync the database file.
+	var sync string
+	if err := db.ckptConn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
+		t.Fatal(err)
+	}
+	if sync != "2" {
+		t.Errorf("checkpointer's PRAGMA synchronous = %q, want \"2\" (FULL)", sync)
 	}
 	// The read pool cannot write.
 	if _, err := db.readDB.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('x', 1)"); err == nil {

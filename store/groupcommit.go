@@ -123,7 +123,8 @@ func (db *DB) submit(ctx context.Context, r *writeReq) (Object, error) {
 }
 
 // writerJob is work other than writes that must run on the writer
-// connection, between batches: compaction steps.
+// connection, between batches: compaction steps and the checkpoints that
+// let the WAL reset.
 type writerJob struct {
 	fn   func(ctx context.Context, conn *sql.Conn) error
 	done chan error
@@ -167,7 +168,9 @@ func (db *DB) groupCommit() {
 				}
 				first = r
 			case job := <-db.jobs:
-				job.done <- job.fn(context.Background(), db.writeConn)
+				err := job.fn(context.Background(), db.writeConn)
+				db.noteWALWrites()
+				job.done <- err
 				continue
 			}
 		}
@@ -199,6 +202,7 @@ func (db *DB) groupCommit() {
 		}
 		db.commit(batch)
 		clear(batch) // drop references to answered requests
+		db.noteWALWrites()
 	}
 }
 

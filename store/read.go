@@ -59,9 +59,13 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 			return obj, nil
 		}
 	}
+	if err := db.readers.enter(ctx); err != nil {
+		return Object{}, err
+	}
 	obj := Object{Key: key}
 	err := db.getStmt.QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).
 		Scan(&obj.UID, &obj.CreateRev, &obj.ModRev, &obj.Value)
+	db.readers.leave()
 	if errors.Is(err, sql.ErrNoRows) {
 		return Object{}, ErrNotFound
 	}
@@ -296,6 +300,10 @@ func (db *DB) readTx(ctx context.Context, what string, fn func(tx *sql.Tx, cur, 
 	if db.isClosed.Load() {
 		return ErrClosed
 	}
+	if err := db.readers.enter(ctx); err != nil {
+		return err
+	}
+	defer db.readers.leave()
 	tx, err := db.readDB.BeginTx(ctx, nil)
 	if err != nil {
 		return translate("begin "+what, err)

@@ -30,8 +30,10 @@ const journalSizeLimit = 64 << 20 // bytes
 // The driver runs busy_timeout first, then the _pragma list in lexical
 // order: auto_vacuum (which must precede the first table, and journal_mode,
 // to take effect on a new file), journal_mode, journal_size_limit,
-// synchronous. synchronous=FULL fsyncs the WAL on every commit: an
-// acknowledged write survives power loss, which NORMAL does not promise.
+// synchronous, wal_autocheckpoint. synchronous=FULL fsyncs the WAL on every
+// commit: an acknowledged write survives power loss, which NORMAL does not
+// promise. wal_autocheckpoint=0 keeps checkpoints out of the writer's
+// commits: the checkpointer runs them (see checkpoint.go).
 // _txlock=immediate makes BEGIN take the write lock at once, so a busy
 // database fails at BEGIN rather than at the first write.
 func writerDSN(path string) (string, error) {
@@ -40,6 +42,20 @@ func writerDSN(path string) (string, error) {
 		"auto_vacuum(INCREMENTAL)",
 		"journal_mode(WAL)",
 		"journal_size_limit("+strconv.Itoa(journalSizeLimit)+")",
+		"synchronous(FULL)",
+		"wal_autocheckpoint(0)",
+	)
+}
+
+// checkpointerDSN is the connection string of the checkpointer's
+// connection. Its synchronous=FULL makes a checkpoint fsync the database
+// file before SQLite may reset the WAL, so no committed frame is
+// overwritten before the database file holds it durably. Its busy timeout
+// is short: the writes wait for its RESTART checkpoints, which should find
+// no reader or writer in their way.
+func checkpointerDSN(path string) (string, error) {
+	return dsn(path,
+		"busy_timeout("+strconv.Itoa(checkpointBusyTimeout)+")",
 		"synchronous(FULL)",
 	)
 }
@@ -97,6 +113,25 @@ func checkPragmas(ctx context.Context, conn *sql.Conn) error {
 		return fmt.Errorf("read synchronous: got %d, want 2 (FULL)", sync)
 	}
 	return nil
+}
+
+// walPagesWritten returns the pages conn has written to the WAL since the
+// previous call (SQLITE_DBSTATUS_CACHE_WRITE, read and reset).
+func walPagesWritten(conn *sql.Conn) (int, error) {
+	var n int
+	err := conn.Raw(func(dc any) error {
+		st, ok := dc.(sqlite.DBStatus)
+		if !ok {
+			return fmt.Errorf("driver connection %T has no status counters", dc)
+		}
+		var err error
+		n, _, err = st.Status(sqlite.DBStatusCacheWrite, true)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read pages written: %w", err)
+	}
+	return n, nil
 }
 
 // sqliteCode returns the primary SQLite result code of err, or 0.

@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// This file is the WAL checkpointer, in the style of litestream: the
+// writer never checkpoints, a background goroutine on its own connection
+// does.
+//
+// SQLite's automatic checkpoint (wal_autocheckpoint) runs inside the
+// COMMIT that takes the WAL past its threshold, on the connection that
+// committed: the write that happens to cross it waits while frames are
+// copied into the database file and the file is fsynced. During a
+// compaction, whose deletes and vacuum steps write thousands of pages,
+// that made writes wait up to hundreds of milliseconds. So the writer
+// connection runs with wal_autocheckpoint=0. After each commit or writer
+// job it counts the pages it wrote to the WAL, and once checkpointPages
+// have piled up it wakes the checkpointer, which runs a PASSIVE checkpoint
+// on its own connection. A passive checkpoint neither waits for nor blocks
+// the writer and the readers: it copies the frames no reader still needs.
+// SQLite fsyncs the database file only after a checkpoint that copied
+// every frame, so after one that did not the checkpointer fsyncs the file
+// itself, to keep the next complete checkpoint from flushing everything
+// at once.
+//
+// Passive checkpoints never reset the WAL: SQLite writes from the start of
+// the WAL again only after a checkpoint has copied every frame while no
+// reader was using the WAL, which a busy writer and a steady stream of
+// readers (the garbage collector's paged lists after a restart, say) put
+// off for as long as they last. Meanwhile the WAL grows, and once it has
+// outgrown journalSizeLimit the first commit after the reset truncates
+// the file, which takes tens of milliseconds per hundred megabytes. So
+// once the WAL holds walRestartPages frames, the checkpointer resets it
+// (resetWAL): it holds new read transactions back and waits for those in
+// flight to end while the writer goes on, checkpoints again, and then has
+// the writer wait, between batches, while it runs a RESTART checkpoint,
+// which copies the frames committed since and resets the WAL. The writes
+// queued meanwhile wait for that step only: a copy of a few hundred pages
+// and an fsync. Reads wait for the whole reset, usually a few
+// milliseconds. If a read outlasts readerDrainTimeout (a large list), the
+// WAL is not reset this time and grows on until the checkpointer tries
+// again, after the next checkpointPages, waiting longer for reads as the
+// WAL grows.
+//
+// Durability does not depend on any of this: a commit is durable once its
+// WAL frames are fsynced (synchronous=FULL), and SQLite resets the WAL
+// only after a checkpoint that copied every frame has fsynced the database
+// file, which the checkpointer's connection does with synchronous=FULL.
+
+// checkpointPages is how many pages the writer writes to the WAL before it
+// wakes the checkpointer: SQLite's own wal_autocheckpoint default (4 MiB
+// at the default 4 KiB page). A var so tests can change it.
+var checkpointPages = 1000
+
+// walRestartPages is how many frames the WAL may hold before the
+// checkpointer resets it: 32 MiB at 4 KiB pages, half journalSizeLimit,
+// so that the WAL file stays below the limit and SQLite need not truncate
+// it at a reset (a truncation of hundreds of megabytes, inside a commit,
+// is itself slow). A var so tests can change it.
+var walRestartPages = 8192
+
+// Timeouts of a WAL reset.
+const (
+	// readerDrainTimeout bounds the wait for the read transactions in
+	// flight to end, for each walRestartPages frames in the WAL.
+	readerDrainTimeout = 20 * time.Millisecond
+	// writerParkTimeout bounds the wait for the writer to finish its
+	// batch or job and take the reset.
+	writerParkTimeout = 100 * time.Millisecond
+	// checkpointBusyTimeout is how long a checkpoint on the checkpointer's
+	// connection waits for a lock (only a RESTART checkpoint waits): a
+	// safety net, since no reader or writer should be in its way.
+	checkpointBusyTimeout = 10 // milliseconds
+)
+
+// noteWALWrites adds the pages the writer connection wrote to the WAL
+// since the last call to walPending and wakes the checkpointer once they
+// reach checkpointPages. Only the writer goroutine calls it.
+func (db *DB) noteWALWrites() {
+	n, err := walPagesWritten(db.writeConn)
+	if err != nil {
+		db.log.Warn("count wal pages", zap.Error(err))
+		return
+	}
+	db.walPending += n
+	if db.walPending < checkpointPages {
+		return
+	}
+	db.walPending = 0
+	select {
+	case db.ckptWake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// runCheckpointer checkpoints the WAL whenever the writer wakes it, until
+// ctx ends. Failures are logged and retried at the next wake-up.
+func (db *DB) runCheckpointer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-db.ckptWake:
+		}
+		if err := db.checkpoint(ctx); err != nil && ctx.Err() == nil {
+			db.log.Warn("checkpoint wal; retrying at the next wake-up", zap.Error(err))
+		}
+	}
+}
+
+// checkpoint runs a passive checkpoint and, if the WAL holds
+// walRestartPages frames or more, resets the WAL (see resetWAL).
+func (db *DB) checkpoint(ctx context.Context) error {
+	res, err := db.passiveCheckpoint(ctx)
+	if err != nil || res.busy || res.logFrames < walRestartPages {
+		return err
+	}
+	return db.resetWAL(ctx, res.logFrames)
+}
+
+// passiveCheckpoint runs a PASSIVE checkpoint on the checkpointer's
+// connection and, if it left frames behind, fsyncs the database file.
+func (db *DB) passiveCheckpoint(ctx context.Context) (checkpointResult, error) {
+	res, err := walCheckpoint(ctx, db.ckptConn, "PASSIVE")
+	if err != nil {
+		return res, err
+	}
+	db.stats.checkpoints.Add(1)
+	if !res.busy && res.checkpointed < res.logFrames {
+		if err := db.dbFile.Sync(); err != nil {
+			return res, fmt.Errorf("sync database file: %w", err)
+		}
+	}
+	return res, nil
+}
+
+// resetWAL resets a WAL of frames frames. It holds new read transactions
+// back and waits for those in flight, readerDrainTimeout for each
+// walRestartPages frames; runs a passive checkpoint, which now copies
+// every frame but those committed meanwhile; and then, on the writer
+// goroutine between batches, runs a RESTART checkpoint, which copies the
+// frames left and resets the WAL, so that the next commit writes at its
+// start. If the reads in flight do not end in time, or the writer does not
+// take the job within writerParkTimeout, it gives up without error: the
+// next checkpoint tries again, waiting longer for the reads as the WAL
+// grows.
+func (db *DB) resetWAL(ctx context.Context, frames int) error {
+	release, ok := db.readers.hold(ctx, readerDrainTimeout*time.Duration(max(1, frames/walRestartPages)))
+	if !ok {
+		db.stats.walResetsDeferred.Add(1)
+		return nil
+	}
+	defer release()
+	if _, err := db.passiveCheckpoint(ctx); err != nil {
+		return err
+	}
+	parkCtx, cancel := context.WithTimeout(ctx, writerParkTimeout)
+	defer cancel()
+	// The writer goroutine runs this on the checkpointer's connection,
+	// while the checkpointer waits for it: the writer connection is idle
+	// between batches, so the checkpoint does not wait for it, and the
+	// checkpointer's short busy timeout applies.
+	err := db.runOnWriter(parkCtx, func(ctx context.Context, _ *sql.Conn) error {
+		res, err := walCheckpoint(ctx, db.ckptConn, "RESTART")
+		switch {
+		case err != nil:
+			return err
+		case res.busy:
+			db.stats.walResetsDeferred.Add(1)
+		default:
+			db.stats.walResets.Add(1)
+		}
+		return nil
+	})
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		db.stats.walResetsDeferred.Add(1)
+		return nil
+	}
+	return err
+}
+
+// readGate counts the read transactions in flight, so that the
+// checkpointer can hold new ones back and wait for the others to end
+// while it resets the WAL: SQLite resets it only while no reader uses it.
+type readGate struct {
+	// mu guards the fields below. It is a leaf lock.
+	mu sync.Mutex
+	// active is the number of read transactions in flight.
+	active int
+	// held is non-nil while the checkpointer holds new readers back; it
+	// is closed when they may go on.
+	held chan struct{}
+	// drained is non-nil while the checkpointer waits for active to reach
+	// zero; the last reader to leave closes it.
+	drained chan struct{}
+}
+
+// enter waits while the gate is held, then counts one more read
+// transaction in flight; leave must follow. It returns ctx's error if ctx
+// ends first.
+func (g *readGate) enter(ctx context.Context) error {
+	g.mu.Lock()
+	for g.held != nil {
+		held := g.held
+		g.mu.Unlock()
+		select {
+		case <-held:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		g.mu.Lock()
+	}
+	g.active++
+	g.mu.Unlock()
+	return nil
+}
+
+// leave counts one read transaction less.
+func (g *readGate) leave() {
+	g.mu.Lock()
+	g.active--
+	if g.active == 0 && g.drained != nil {
+		close(g.drained)
+		g.drained = nil
+	}
+	g.mu.Unlock()
+}
+
+// hold holds new read transactions back and waits up to timeout (or until
+// ctx ends) for those in flight to end. If they do, it returns ok and a
+// release func that lets readers in again; until it is called, no read
+// transaction runs. Otherwise it lets readers in again itself and returns
+// false.
+func (g *readGate) hold(ctx context.Context, timeout time.Duration) (release func(), ok bool) {
+	held := make(chan struct{})
+	release = func() {
+		g.mu.Lock()
+		g.held, g.drained = nil, nil
+		g.mu.Unlock()
+		close(held)
+	}
+	g.mu.Lock()
+	g.held = held
+	if g.active == 0 {
+		g.mu.Unlock()
+		return release, true
+	}
+	drained := make(chan struct{})
+	g.drained = drained
+	g.mu.Unlock()
+
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-drained:
+		return release, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	release()
+	return nil, false
+}
+
+// checkpointResult is what PRAGMA wal_checkpoint reports.
+type checkpointResult struct {
+	// busy is true when the checkpoint could not run, or could not finish
+	// within the busy timeout (FULL, RESTART and TRUNCATE wait for the
+	// writer and the readers).
+	busy bool
+	// logFrames is the number of frames in the WAL (0 after a reset);
+	// checkpointed how many of them are now in the database file. Both are
+	// -1 when the checkpoint could not run.
+	logFrames, checkpointed int
+}
+
+// walCheckpoint runs PRAGMA wal_checkpoint(mode) on conn. mode is PASSIVE,
+// FULL, RESTART or TRUNCATE.
+func walCheckpoint(ctx context.Context, conn *sql.Conn, mode string) (checkpointResult, error) {
+	var res checkpointResult
+	var busy int
+	// PRAGMA takes no parameters; mode is one of four constants.
+	err := conn.QueryRowContext(ctx, fmt.Sprintf("PRAGMA wal_checkpoint(%s)", mode)).
+		Scan(&busy, &res.logFrames, &res.checkpointed)
+	if err != nil {
+		return res, translate("checkpoint wal", err)
+	}
+	res.busy = busy != 0
+	return res, nil
+}
