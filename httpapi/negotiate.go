@@ -14,6 +14,8 @@ const (
 	mediaJSON     = "application/json"
 	mediaYAML     = "application/yaml"
 	mediaProtobuf = "application/vnd.kubernetes.protobuf"
+	// mediaProtobufWatch is the Content-Type of a Protobuf watch stream.
+	mediaProtobufWatch = "application/vnd.kubernetes.protobuf;stream=watch"
 	// supportedMediaTypesList is how kube-apiserver lists them in 406/415.
 	supportedMediaTypesList = "application/json, application/yaml, application/vnd.kubernetes.protobuf"
 )

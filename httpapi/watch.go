@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,8 +69,11 @@ type watchStream struct {
 	rep     representation
 	match   func(*store.Object) bool
 	include string
-	out     watchOut
-	w       *store.Watcher
+	// proto: the stream is Protobuf (length-prefixed WatchEvents whose
+	// objects carry the Protobuf envelope), else JSON lines.
+	proto bool
+	out   watchOut
+	w     *store.Watcher
 
 	// end is when the watch times out; bookmarks whether the client asked
 	// for them, nextBookmark when the next one is due.
@@ -140,7 +145,11 @@ func (ws *watchStream) memoKey(typ string) string {
 		i = 2
 	}
 	if ws.memoKeys[i] == "" {
-		ws.memoKeys[i] = typ + " " + ws.kind.GVK.String()
+		enc := "json "
+		if ws.proto {
+			enc = "protobuf "
+		}
+		ws.memoKeys[i] = enc + typ + " " + ws.kind.GVK.String()
 	}
 	return ws.memoKeys[i]
 }
@@ -157,6 +166,7 @@ func (s *Server) handleWatch(r *request) error {
 	}
 	ws := &watchStream{
 		s: s, kind: r.kind, rep: r.rep, include: c.QueryParam("includeObject"),
+		proto:     r.rep.enc == encProtobuf && r.rep.as == asObject,
 		match:     matcher(r.kind, opts.LabelSelector, opts.FieldSelector),
 		end:       time.Now().Add(timeout),
 		bookmarks: opts.AllowWatchBookmarks,
@@ -202,7 +212,11 @@ func (s *Server) handleWatch(r *request) error {
 	ws.state.Store(streamRunning)
 	w, werr := s.watchCache.WatchFunc(reqCtx, r.kind.StorageResource, r.ri.Namespace, startRev, ws.kick)
 	resp := c.Response()
-	resp.Header().Set("Content-Type", mediaJSON)
+	if ws.proto {
+		resp.Header().Set("Content-Type", mediaProtobufWatch)
+	} else {
+		resp.Header().Set("Content-Type", mediaJSON)
+	}
 	resp.Header().Set("Cache-Control", "no-cache, private")
 	hijacked := false
 	if out, ok := s.hijackWatch(c); ok {
@@ -453,11 +467,29 @@ func (ws *watchStream) writeEvent(ev *store.CachedEvent) error {
 }
 
 // writeObject writes one event. When ev is given and the representation
-// is plain JSON, the encoded line is shared with every other watcher.
+// is a plain object, the encoded event is shared with every other watcher.
 func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEvent) error {
 	k := ws.kind
 	var line []byte
-	if ws.rep.as == asObject {
+	switch {
+	case ws.proto:
+		build := func() []byte {
+			obj, err := decodeStored(k, value)
+			if err != nil {
+				return nil
+			}
+			b, err := ws.s.protoEvent(typ, obj)
+			if err != nil {
+				return nil
+			}
+			return b
+		}
+		if ev != nil {
+			line = ev.Memo(ws.memoKey(typ), build)
+		} else {
+			line = build()
+		}
+	case ws.rep.as == asObject:
 		build := func() []byte {
 			obj, err := objectJSON(k, value)
 			if err != nil {
@@ -475,7 +507,7 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 		} else {
 			line = build()
 		}
-	} else {
+	default:
 		obj, err := ws.transformed(value)
 		if err != nil {
 			return err
@@ -487,6 +519,24 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 		line = append(line, '\n')
 	}
 	return ws.out.write(line)
+}
+
+// protoEvent encodes one event of a Protobuf watch as kube-apiserver does:
+// a 4-byte big-endian length, then the WatchEvent in plain Protobuf whose
+// object is encoded with the Protobuf envelope.
+func (s *Server) protoEvent(typ string, obj runtime.Object) ([]byte, error) {
+	var inner bytes.Buffer
+	if err := s.codecs.proto.Encode(obj, &inner); err != nil {
+		return nil, fmt.Errorf("encode watch event object: %w", err)
+	}
+	we := metav1.WatchEvent{Type: typ, Object: rawExt(inner.Bytes())}
+	n := we.Size()
+	b := make([]byte, 4+n)
+	binary.BigEndian.PutUint32(b, uint32(n))
+	if _, err := we.MarshalToSizedBuffer(b[4:]); err != nil {
+		return nil, fmt.Errorf("encode watch event: %w", err)
+	}
+	return b, nil
 }
 
 // transformed returns the event object as a Table row or metadata.
@@ -515,6 +565,19 @@ func (ws *watchStream) transformed(value []byte) ([]byte, error) {
 // writeBookmark writes a BOOKMARK carrying only the resourceVersion.
 func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 	k := ws.kind
+	if ws.proto {
+		obj := k.New()
+		m := accessor(obj)
+		m.SetResourceVersion(strconv.FormatInt(rev, 10))
+		if initialEnd {
+			m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
+		}
+		obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+		if b, err := ws.s.protoEvent("BOOKMARK", obj); err == nil {
+			_ = ws.out.write(b)
+		}
+		return
+	}
 	meta := map[string]interface{}{"resourceVersion": strconv.FormatInt(rev, 10)}
 	if initialEnd {
 		meta["annotations"] = map[string]string{initialEventsEndAnnotation: "true"}
@@ -529,9 +592,18 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 func (ws *watchStream) writeError(err error) {
 	st := statusOf(err)
 	st.Kind, st.APIVersion = "Status", "v1"
-	obj, _ := json.Marshal(st)
-	line, _ := json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawExt(obj)})
-	if ws.out.write(append(line, '\n')) == nil {
+	var line []byte
+	if ws.proto {
+		line, err = ws.s.protoEvent("ERROR", st)
+		if err != nil {
+			return
+		}
+	} else {
+		obj, _ := json.Marshal(st)
+		line, _ = json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawExt(obj)})
+		line = append(line, '\n')
+	}
+	if ws.out.write(line) == nil {
 		_ = ws.out.flush()
 	}
 }
