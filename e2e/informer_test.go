@@ -159,14 +159,16 @@ type recordedBody struct {
 	io.ReadCloser
 	rt   *recordingTransport
 	rec  *reqRecord
-	tail []byte // the end of what was read, to find "code":410 across reads
+	tail []byte // the end of what was read, to find a 410 across reads
 }
 
 func (b *recordedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	if n > 0 {
 		b.tail = append(b.tail, p[:n]...)
-		if bytes.Contains(b.tail, []byte(`"code":410`)) {
+		// JSON has the code; Protobuf (what client-go's typed clients ask
+		// for) has the message as plain bytes.
+		if bytes.Contains(b.tail, []byte(`"code":410`)) || bytes.Contains(b.tail, []byte("too old resource version")) {
 			b.rt.mu.Lock()
 			*b.rec.saw410 = true
 			b.rt.mu.Unlock()
