@@ -39,16 +39,15 @@ import (
 // outgrown journalSizeLimit the first commit after the reset truncates
 // the file, which takes tens of milliseconds per hundred megabytes. So
 // once the WAL holds walRestartPages frames, the checkpointer resets it
-// (resetWAL): it holds new read transactions back and waits for those in
-// flight to end while the writer goes on, checkpoints again, and then has
-// the writer wait, between batches, while it runs a RESTART checkpoint,
-// which copies the frames committed since and resets the WAL. The writes
-// queued meanwhile wait for that step only: a copy of a few hundred pages
-// and an fsync. Reads wait for the whole reset, usually a few
-// milliseconds. If a read outlasts readerDrainTimeout (a large list), the
-// WAL is not reset this time and grows on until the checkpointer tries
-// again, after the next checkpointPages, waiting longer for reads as the
-// WAL grows.
+// (resetWAL): at a moment when no read transaction is in flight it holds
+// new ones back, checkpoints again, and then has the writer wait, between
+// batches, while it runs a RESTART checkpoint, which copies the frames
+// committed since and resets the WAL. The writes queued meanwhile wait for
+// that step only: a copy of a few hundred pages and an fsync. Reads wait
+// for the whole reset, usually a few milliseconds, but never for another
+// read. If reads overlap for readerGapTimeout without a gap (or a single
+// read lasts that long), the WAL is not reset this time and grows on until
+// the checkpointer tries again, after the next checkpointPages.
 //
 // Durability does not depend on any of this: a commit is durable once its
 // WAL frames are fsynced (synchronous=FULL), and SQLite resets the WAL
@@ -69,9 +68,9 @@ var walRestartPages = 8192
 
 // Timeouts of a WAL reset.
 const (
-	// readerDrainTimeout bounds the wait for the read transactions in
-	// flight to end, for each walRestartPages frames in the WAL.
-	readerDrainTimeout = 20 * time.Millisecond
+	// readerGapTimeout bounds the wait for a moment when no read
+	// transaction is in flight. Reads do not wait meanwhile.
+	readerGapTimeout = 250 * time.Millisecond
 	// writerParkTimeout bounds the wait for the writer to finish its
 	// batch or job and take the reset.
 	writerParkTimeout = 100 * time.Millisecond
@@ -123,7 +122,7 @@ func (db *DB) checkpoint(ctx context.Context) error {
 	if err != nil || res.busy || res.logFrames < walRestartPages {
 		return err
 	}
-	return db.resetWAL(ctx, res.logFrames)
+	return db.resetWAL(ctx)
 }
 
 // passiveCheckpoint runs a PASSIVE checkpoint on the checkpointer's
@@ -142,18 +141,17 @@ func (db *DB) passiveCheckpoint(ctx context.Context) (checkpointResult, error) {
 	return res, nil
 }
 
-// resetWAL resets a WAL of frames frames. It holds new read transactions
-// back and waits for those in flight, readerDrainTimeout for each
-// walRestartPages frames; runs a passive checkpoint, which now copies
-// every frame but those committed meanwhile; and then, on the writer
-// goroutine between batches, runs a RESTART checkpoint, which copies the
-// frames left and resets the WAL, so that the next commit writes at its
-// start. If the reads in flight do not end in time, or the writer does not
-// take the job within writerParkTimeout, it gives up without error: the
-// next checkpoint tries again, waiting longer for the reads as the WAL
-// grows.
-func (db *DB) resetWAL(ctx context.Context, frames int) error {
-	release, ok := db.readers.hold(ctx, readerDrainTimeout*time.Duration(max(1, frames/walRestartPages)))
+// resetWAL resets the WAL. It waits for a moment when no read transaction
+// is in flight and holds new ones back from then on; runs a passive
+// checkpoint, which now copies every frame but those committed meanwhile;
+// and then, on the writer goroutine between batches, runs a RESTART
+// checkpoint, which copies the frames left and resets the WAL, so that the
+// next commit writes at its start. If no such moment comes within
+// readerGapTimeout, or the writer does not take the job within
+// writerParkTimeout, it gives up without error: the next checkpoint tries
+// again.
+func (db *DB) resetWAL(ctx context.Context) error {
+	release, ok := db.readers.hold(ctx, readerGapTimeout)
 	if !ok {
 		db.stats.walResetsDeferred.Add(1)
 		return nil
@@ -188,31 +186,33 @@ func (db *DB) resetWAL(ctx context.Context, frames int) error {
 }
 
 // readGate counts the read transactions in flight, so that the
-// checkpointer can hold new ones back and wait for the others to end
-// while it resets the WAL: SQLite resets it only while no reader uses it.
+// checkpointer can find a moment when none is, and hold new ones back from
+// then until it has reset the WAL: SQLite resets it only while no reader
+// uses it. Reads are never held back while another read is in flight.
 type readGate struct {
 	// mu guards the fields below. It is a leaf lock.
 	mu sync.Mutex
 	// active is the number of read transactions in flight.
 	active int
-	// held is non-nil while the checkpointer holds new readers back; it
-	// is closed when they may go on.
-	held chan struct{}
-	// drained is non-nil while the checkpointer waits for active to reach
-	// zero; the last reader to leave closes it.
-	drained chan struct{}
+	// closed is non-nil while the gate is closed: new readers wait until
+	// it is closed (the channel) when the gate opens.
+	closed chan struct{}
+	// want is non-nil while the checkpointer waits for active to reach
+	// zero: the reader that brings it there closes the gate and closes
+	// want.
+	want chan struct{}
 }
 
-// enter waits while the gate is held, then counts one more read
+// enter waits while the gate is closed, then counts one more read
 // transaction in flight; leave must follow. It returns ctx's error if ctx
 // ends first.
 func (g *readGate) enter(ctx context.Context) error {
 	g.mu.Lock()
-	for g.held != nil {
-		held := g.held
+	for g.closed != nil {
+		closed := g.closed
 		g.mu.Unlock()
 		select {
-		case <-held:
+		case <-closed:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -223,50 +223,56 @@ func (g *readGate) enter(ctx context.Context) error {
 	return nil
 }
 
-// leave counts one read transaction less.
+// leave counts one read transaction less; if it was the last one and the
+// checkpointer is waiting for that, it closes the gate.
 func (g *readGate) leave() {
 	g.mu.Lock()
 	g.active--
-	if g.active == 0 && g.drained != nil {
-		close(g.drained)
-		g.drained = nil
+	if g.active == 0 && g.want != nil {
+		g.closed = make(chan struct{})
+		close(g.want)
+		g.want = nil
 	}
 	g.mu.Unlock()
 }
 
-// hold holds new read transactions back and waits up to timeout (or until
-// ctx ends) for those in flight to end. If they do, it returns ok and a
-// release func that lets readers in again; until it is called, no read
-// transaction runs. Otherwise it lets readers in again itself and returns
-// false.
+// hold closes the gate as soon as no read transaction is in flight, and
+// returns ok and a release func that opens it again; until release, no
+// read transaction runs. If no such moment comes within timeout (or
+// before ctx ends), it returns false, and the gate stays open.
 func (g *readGate) hold(ctx context.Context, timeout time.Duration) (release func(), ok bool) {
-	held := make(chan struct{})
 	release = func() {
 		g.mu.Lock()
-		g.held, g.drained = nil, nil
+		closed := g.closed
+		g.closed = nil
 		g.mu.Unlock()
-		close(held)
+		close(closed)
 	}
 	g.mu.Lock()
-	g.held = held
 	if g.active == 0 {
+		g.closed = make(chan struct{})
 		g.mu.Unlock()
 		return release, true
 	}
-	drained := make(chan struct{})
-	g.drained = drained
+	want := make(chan struct{})
+	g.want = want
 	g.mu.Unlock()
 
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case <-drained:
+	case <-want:
 		return release, true
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	release()
-	return nil, false
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.want == want { // still waiting: give up
+		g.want = nil
+		return nil, false
+	}
+	return release, true // the gate closed just now
 }
 
 // checkpointResult is what PRAGMA wal_checkpoint reports.
@@ -275,9 +281,9 @@ type checkpointResult struct {
 	// within the busy timeout (FULL, RESTART and TRUNCATE wait for the
 	// writer and the readers).
 	busy bool
-	// logFrames is the number of frames in the WAL (0 after a reset);
-	// checkpointed how many of them are now in the database file. Both are
-	// -1 when the checkpoint could not run.
+	// logFrames is the number of frames in the WAL; checkpointed how many
+	// of them are now in the database file. Both are -1 when the
+	// checkpoint could not run.
 	logFrames, checkpointed int
 }
 

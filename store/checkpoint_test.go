@@ -127,20 +127,38 @@ func TestDB_Checkpointer(t *testing.T) {
 func TestReadGate_hold(t *testing.T) {
 	ctx := context.Background()
 
+	// entered starts g.enter and returns the channel its result arrives on.
+	entered := func(g *readGate) <-chan error {
+		ch := make(chan error, 1)
+		go func() { ch <- g.enter(ctx) }()
+		return ch
+	}
+	// mustWait checks that nothing arrives on ch for a while.
+	mustWait := func(t *testing.T, ch <-chan error, what string) {
+		t.Helper()
+		select {
+		case err := <-ch:
+			t.Fatalf("%s returned (%v), want it to wait", what, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
 	t.Run("no reader in flight", func(t *testing.T) {
 		var g readGate
 		release, ok := g.hold(ctx, time.Hour)
 		if !ok {
 			t.Fatal("hold() = false with no reader in flight, want true")
 		}
+		ch := entered(&g)
+		mustWait(t, ch, "enter() while held")
 		release()
-		if err := g.enter(ctx); err != nil {
+		if err := <-ch; err != nil {
 			t.Fatalf("enter() after release error = %v", err)
 		}
 		g.leave()
 	})
 
-	t.Run("waits for the reader in flight and holds new ones back", func(t *testing.T) {
+	t.Run("closes when the last reader leaves, never holding a reader behind another", func(t *testing.T) {
 		var g readGate
 		if err := g.enter(ctx); err != nil {
 			t.Fatal(err)
@@ -149,54 +167,58 @@ func TestReadGate_hold(t *testing.T) {
 			release func()
 			ok      bool
 		}
-		holding := make(chan held)
+		holding := make(chan held, 1)
 		go func() {
 			release, ok := g.hold(ctx, time.Hour)
 			holding <- held{release, ok}
 		}()
-		// Once hold has closed the gate, a new reader waits.
-		for {
+		for { // until hold waits for the readers
 			g.mu.Lock()
-			closed := g.held != nil
+			waiting := g.want != nil
 			g.mu.Unlock()
-			if closed {
+			if waiting {
 				break
 			}
 			time.Sleep(time.Millisecond)
 		}
-		entered := make(chan error)
-		go func() { entered <- g.enter(ctx) }()
+		// A second reader gets in while the first is in flight.
+		if err := <-entered(&g); err != nil {
+			t.Fatalf("enter() while another read is in flight error = %v", err)
+		}
+		g.leave()
+		select {
+		case <-holding:
+			t.Fatal("hold() returned with a reader in flight")
+		case <-time.After(20 * time.Millisecond):
+		}
 		g.leave()
 		h := <-holding
 		if !h.ok {
-			t.Fatal("hold() = false after the reader left, want true")
+			t.Fatal("hold() = false after the readers left, want true")
 		}
-		select {
-		case err := <-entered:
-			t.Fatalf("enter() returned %v while the gate was held, want it to wait", err)
-		case <-time.After(20 * time.Millisecond):
-		}
+		ch := entered(&g)
+		mustWait(t, ch, "enter() while held")
 		h.release()
-		if err := <-entered; err != nil {
+		if err := <-ch; err != nil {
 			t.Fatalf("enter() after release error = %v", err)
 		}
 		g.leave()
 	})
 
-	t.Run("gives up on a reader that stays", func(t *testing.T) {
+	t.Run("gives up when readers never pause", func(t *testing.T) {
 		var g readGate
 		if err := g.enter(ctx); err != nil {
 			t.Fatal(err)
 		}
 		if release, ok := g.hold(ctx, time.Millisecond); ok {
 			release()
-			t.Fatal("hold() = true with a reader in flight, want false")
-		}
-		// The gate is open again.
-		if err := g.enter(ctx); err != nil {
-			t.Fatalf("enter() after a failed hold error = %v", err)
+			t.Fatal("hold() = true with a reader in flight throughout, want false")
 		}
 		g.leave()
+		// The gate stayed open.
+		if err := <-entered(&g); err != nil {
+			t.Fatalf("enter() after a failed hold error = %v", err)
+		}
 		g.leave()
 	})
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 func TestDB_Changes(t *testing.T) {
@@ -137,4 +138,29 @@ func TestDB_Compact(t *testing.T) {
 			t.Errorf("List(rev 44) error = %v, want ErrCompacted", err)
 		}
 	})
+}
+
+func TestStepSize_adapt(t *testing.T) {
+	tests := []struct {
+		name   string
+		n, max int
+		took   time.Duration
+		wantN  int
+	}{
+		{name: "slow halves", n: 512, max: 512, took: 3 * compactionStepTarget, wantN: 256},
+		{name: "slow stops at max/16", n: 32, max: 512, took: 3 * compactionStepTarget, wantN: 32},
+		{name: "slow stops at 1", n: 1, max: 7, took: 3 * compactionStepTarget, wantN: 1},
+		{name: "on target stays", n: 128, max: 512, took: compactionStepTarget, wantN: 128},
+		{name: "fast doubles", n: 128, max: 512, took: compactionStepTarget / 4, wantN: 256},
+		{name: "fast stops at max", n: 400, max: 500, took: compactionStepTarget / 4, wantN: 500},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := stepSize{n: tt.n, max: tt.max}
+			s.adapt(tt.took)
+			if got := s.n; got != tt.wantN {
+				t.Errorf("adapt(%v) from %d: n = %d, want %d", tt.took, tt.n, got, tt.wantN)
+			}
+		})
+	}
 }

@@ -102,10 +102,11 @@ func runCompaction(ctx context.Context, b *bench) ([]Result, error) {
 	restarted := time.Now()
 	target.d, target.pid = d, d.pid()
 	target.cfg.payloadBytes = b.cfg.payloadBytes
-	rowsBefore, _, err := target.c.changeLogStats(ctx)
+	before0, err := target.c.compactionStats(ctx)
 	if err != nil {
 		return out, err
 	}
+	rowsBefore := before0.ChangeLogRows
 	wns := "bench-compact-write"
 	if err := target.c.ensureNamespace(ctx, wns); err != nil {
 		return out, err
@@ -132,7 +133,7 @@ func runCompaction(ctx context.Context, b *bench) ([]Result, error) {
 	if pollErr != nil {
 		return out, fmt.Errorf("compaction: %w", pollErr)
 	}
-	rowsAfter, _, _ := target.c.changeLogStats(ctx)
+	after, _ := target.c.compactionStats(ctx)
 
 	during, before := newHistogram(), newHistogram()
 	var failed int64
@@ -157,7 +158,10 @@ func runCompaction(ctx context.Context, b *bench) ([]Result, error) {
 	r.Latency = &lat
 	m.end(ctx, &r)
 	r.note("latency of the creates overlapping the compaction of the change log up to rev %d (%d rows before, %d after); compactor's own figure: took %s",
-		w.rev, rowsBefore, rowsAfter, w.took)
+		w.rev, rowsBefore, after.ChangeLogRows, w.took)
+	r.note("WAL file at most %.1f MiB during it; %d background checkpoints, %d WAL resets, %d resets put off for want of a pause in reads",
+		float64(w.maxWAL)/(1<<20), after.Checkpoints-before0.Checkpoints, after.WALResets-before0.WALResets,
+		after.WALResetsDeferred-before0.WALResetsDeferred)
 	bs := before.summary()
 	r.note("%d creates before it: p99 %s max %s; open loop at %d/s", before.n, fmtMS(bs.P99MS), fmtMS(bs.MaxMS), b.cfg.compactionWriteRate)
 	b.logResult(r)
@@ -165,23 +169,31 @@ func runCompaction(ctx context.Context, b *bench) ([]Result, error) {
 	return out, nil
 }
 
-// changeLogStats reads the change-log row count and the compacted revision
-// from the daemon's statistics.
-func (c *client) changeLogStats(ctx context.Context) (rows, compactedRev int64, err error) {
+// compactionStats is the part of the daemon's store statistics the
+// compaction workload reads.
+type compactionStats struct {
+	ChangeLogRows     int64
+	CompactedRev      int64
+	WALBytes          int64
+	Checkpoints       int64
+	WALResets         int64
+	WALResetsDeferred int64
+}
+
+// compactionStats reads the change-log row count, the compacted revision
+// and the WAL's size and checkpoint counters from the daemon's statistics.
+func (c *client) compactionStats(ctx context.Context) (compactionStats, error) {
 	code, body, err := c.doSimple(ctx, http.MethodGet, "/debug/edgeapi/stats", "")
 	if err != nil || code != http.StatusOK {
-		return 0, 0, fmt.Errorf("stats: HTTP %d %v", code, err)
+		return compactionStats{}, fmt.Errorf("stats: HTTP %d %v", code, err)
 	}
 	var st struct {
-		Store struct {
-			ChangeLogRows int64
-			CompactedRev  int64
-		} `json:"store"`
+		Store compactionStats `json:"store"`
 	}
 	if err := json.Unmarshal(body, &st); err != nil {
-		return 0, 0, fmt.Errorf("stats: %w", err)
+		return compactionStats{}, fmt.Errorf("stats: %w", err)
 	}
-	return st.Store.ChangeLogRows, st.Store.CompactedRev, nil
+	return st.Store, nil
 }
 
 // compactionWindow is when the daemon's compaction ran, as seen from here.
@@ -191,6 +203,8 @@ type compactionWindow struct {
 	start, end time.Time
 	rev        int64
 	took       string
+	// maxWAL is the largest WAL file size polled between start and end.
+	maxWAL int64
 }
 
 // watch polls until the compactor has logged the end of a compaction, or
@@ -202,11 +216,14 @@ func (w *compactionWindow) watch(ctx context.Context, c *client, logPath string,
 			return err
 		}
 		polled := time.Now()
-		if _, rev, err := c.changeLogStats(ctx); err == nil {
-			if rev == 0 {
+		if st, err := c.compactionStats(ctx); err == nil {
+			if st.CompactedRev == 0 {
 				lastQuiet = polled
 			} else if w.rev == 0 {
-				w.rev, w.start = rev, lastQuiet
+				w.rev, w.start = st.CompactedRev, lastQuiet
+			}
+			if w.rev != 0 {
+				w.maxWAL = max(w.maxWAL, st.WALBytes)
 			}
 		}
 		if took, ok := compactorTook(logPath); ok && w.rev != 0 {
