@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -602,13 +603,19 @@ func TestNamespace_Terminating(t *testing.T) {
 	_, err = cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 	wantStatus(t, err, 409, metav1.StatusReasonAlreadyExists, `object is being deleted: namespaces "going" already exists`)
 
-	// Releasing the finalizer lets the namespace finish.
-	held, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "held", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("get held configmap: %v", err)
-	}
-	held.Finalizers = nil
-	if _, err := cs.CoreV1().ConfigMaps(ns).Update(ctx, held, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	// Releasing the finalizer lets the namespace finish. The namespace
+	// controller marks the ConfigMap deleted meanwhile, so a read-modify-
+	// write may meet a 409 and is retried, as clients do.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		held, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "held", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		held.Finalizers = nil
+		_, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, held, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("release finalizer: %v", err)
 	}
 	waitGone(t, "namespace "+ns, func() error { _, err := cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); return err })
