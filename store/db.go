@@ -105,6 +105,14 @@ type DB struct {
 	// writer goroutine uses it.
 	ckptWake   chan struct{}
 	walPending int
+	// ckptBackfilled is the number of WAL frames in the database file
+	// after the checkpointer's last checkpoint; only the checkpointer
+	// uses it.
+	ckptBackfilled int
+	// compactionSteps is held for reading by each compaction step and for
+	// writing by the checkpointer while it resets the WAL. Lock order:
+	// compactionSteps before readers.
+	compactionSteps sync.RWMutex
 	// dbFile is the database file, which the checkpointer fsyncs after a
 	// checkpoint that did not copy every frame (SQLite fsyncs it only
 	// after one that did). It stays open until every connection has
