@@ -63,8 +63,8 @@ func (s *stepSize) adapt(took time.Duration) {
 // the writer's time the vacuum of a 1M-row compaction wrote some 50 MiB/s
 // to the WAL (and as much again to the database file through the
 // checkpoints), which made the commits' fsyncs wait; at a quarter the
-// longest write during that compaction fell from 53-69 ms to 45-47 ms,
-// and the compaction took 75 s instead of 55 s.
+// longest write during that compaction fell from 53-69 ms to 45-48 ms,
+// and the compaction took 74-79 s instead of 55-61 s.
 const compactionYield = 0.25
 
 // yieldAfter waits, after a compaction step that took d, for the writes'
