@@ -346,7 +346,7 @@ func (ws *watchStream) step() int {
 	if !now.Before(ws.end) {
 		return stepEnded
 	}
-	if err := ws.drain(); err != nil {
+	if err := ws.drain(now); err != nil {
 		if errors.Is(err, errSlowClient) {
 			return stepSlow
 		}
@@ -386,8 +386,9 @@ func (ws *watchStream) finish() {
 	close(ws.finished)
 }
 
-// drain writes every event the watcher has now and flushes once.
-func (ws *watchStream) drain() error {
+// drain writes every event the watcher has now and flushes once; now is
+// when the step began.
+func (ws *watchStream) drain(now time.Time) error {
 	bp := drainBuffers.Get().(*[]*store.CachedEvent)
 	defer func() {
 		clear((*bp)[:cap(*bp)])
@@ -409,7 +410,7 @@ func (ws *watchStream) drain() error {
 		}
 		if len(evs) == 0 {
 			if wrote {
-				ws.lastWrite.Store(time.Now().UnixNano())
+				ws.lastWrite.Store(now.UnixNano())
 			}
 			return ws.out.flush()
 		}
