@@ -474,7 +474,7 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 	var line []byte
 	switch {
 	case ws.proto:
-		build := func() []byte {
+		line = ws.shared(ev, typ, func() []byte {
 			obj, err := decodeStored(k, value)
 			if err != nil {
 				return nil
@@ -484,14 +484,9 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 				return nil
 			}
 			return b
-		}
-		if ev != nil {
-			line = ev.Memo(ws.memoKey(typ), build)
-		} else {
-			line = build()
-		}
+		})
 	case ws.rep.as == asObject:
-		build := func() []byte {
+		line = ws.shared(ev, typ, func() []byte {
 			obj, err := objectJSON(k, value)
 			if err != nil {
 				return nil
@@ -502,12 +497,7 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 			b = append(b, `","object":`...)
 			b = append(b, obj...)
 			return append(b, "}\n"...)
-		}
-		if ev != nil {
-			line = ev.Memo(ws.memoKey(typ), build)
-		} else {
-			line = build()
-		}
+		})
 	default:
 		obj, err := ws.transformed(value)
 		if err != nil {
@@ -520,6 +510,16 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 		line = append(line, '\n')
 	}
 	return ws.out.write(line)
+}
+
+// shared returns build's encoding of an event of type typ, shared through
+// ev's memo with every stream of the same kind and encoding; without ev
+// (an event that exists only for this stream) it builds it afresh.
+func (ws *watchStream) shared(ev *store.CachedEvent, typ string, build func() []byte) []byte {
+	if ev == nil {
+		return build()
+	}
+	return ev.Memo(ws.memoKey(typ), build)
 }
 
 // protoEvent encodes one event of a Protobuf watch as kube-apiserver does:

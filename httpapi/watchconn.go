@@ -233,10 +233,9 @@ type connOut struct {
 	raw  syscall.RawConn
 	// bufs are the lines written since the last flush, after a slot for
 	// the chunk header; borrowed from lineBuffers while not empty.
-	bufs *net.Buffers
-	size int
-	// deadlineSet is when the write deadline was last moved.
-	deadlineSet time.Time
+	bufs     *net.Buffers
+	size     int
+	deadline writeDeadline
 	// failed: a write failed, the response cannot go on.
 	failed bool
 	// worker: see watchOut.setWorker.
@@ -306,12 +305,11 @@ func (o *connOut) flush() error {
 // writeBufs writes bufs, consuming what was written. On a worker it waits
 // at most workerWriteTimeout, and a timeout is errSlowClient.
 func (o *connOut) writeBufs(bufs *net.Buffers) error {
-	now := time.Now()
 	if o.worker {
-		_ = o.conn.SetWriteDeadline(now.Add(workerWriteTimeout))
-		o.deadlineSet = time.Time{}
+		_ = o.conn.SetWriteDeadline(time.Now().Add(workerWriteTimeout))
+		o.deadline = writeDeadline{}
 	} else {
-		o.moveDeadline()
+		o.deadline.move(o.conn.SetWriteDeadline)
 	}
 	_, err := bufs.WriteTo(o.conn)
 	if err != nil {
@@ -334,19 +332,21 @@ func (o *connOut) setWorker(on bool) { o.worker = on }
 
 // writeNow writes b unframed (the response header).
 func (o *connOut) writeNow(b []byte) error {
-	o.moveDeadline()
+	o.deadline.move(o.conn.SetWriteDeadline)
 	_, err := o.conn.Write(b)
 	return err
 }
 
-// moveDeadline moves the write deadline forward, at most every
-// watchWriteTimeout/30 (setting it costs more than a write when events
-// come fast): a stuck client is still cut off within about
-// watchWriteTimeout.
-func (o *connOut) moveDeadline() {
-	if now := time.Now(); now.Sub(o.deadlineSet) > watchWriteTimeout/30 {
-		_ = o.conn.SetWriteDeadline(now.Add(watchWriteTimeout))
-		o.deadlineSet = now
+// writeDeadline moves a write deadline watchWriteTimeout ahead, at most
+// every watchWriteTimeout/30 (setting it costs more than a write when
+// events come fast): a stuck client is still cut off within about
+// watchWriteTimeout. The zero value moves it at the next write.
+type writeDeadline struct{ set time.Time }
+
+func (d *writeDeadline) move(setWriteDeadline func(time.Time) error) {
+	if now := time.Now(); now.Sub(d.set) > watchWriteTimeout/30 {
+		_ = setWriteDeadline(now.Add(watchWriteTimeout))
+		d.set = now
 	}
 }
 
@@ -369,16 +369,13 @@ func (o *connOut) peerClosed() bool {
 
 // responseOut writes a watch response through net/http.
 type responseOut struct {
-	resp        *echo.Response
-	rc          *http.ResponseController
-	deadlineSet time.Time
+	resp     *echo.Response
+	rc       *http.ResponseController
+	deadline writeDeadline
 }
 
 func (o *responseOut) write(line []byte) error {
-	if now := time.Now(); now.Sub(o.deadlineSet) > watchWriteTimeout/30 {
-		_ = o.rc.SetWriteDeadline(now.Add(watchWriteTimeout))
-		o.deadlineSet = now
-	}
+	o.deadline.move(o.rc.SetWriteDeadline)
 	_, err := o.resp.Write(line)
 	return err
 }
