@@ -149,6 +149,10 @@ type DaemonOptions struct {
 	// DataDir is reused when set (restart after a crash); otherwise a fresh
 	// t.TempDir().
 	DataDir string
+	// Args are extra `edgeapi serve` flags, after --data-dir and --listen.
+	Args []string
+	// Env is added to the daemon's environment.
+	Env []string
 }
 
 // StartDaemon starts edgeapi, waits until /readyz answers 200 and the
@@ -169,7 +173,7 @@ func StartDaemon(t testing.TB, opts ...DaemonOptions) *Daemon {
 	// daemon's bind, so retry a few times when the daemon exits early.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		d, err := startDaemonOnce(t, bin, o.DataDir)
+		d, err := startDaemonOnce(t, bin, o)
 		if err == nil {
 			return d
 		}
@@ -182,7 +186,7 @@ func StartDaemon(t testing.TB, opts ...DaemonOptions) *Daemon {
 	return nil
 }
 
-func startDaemonOnce(t testing.TB, bin, dataDir string) (*Daemon, error) {
+func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error) {
 	t.Helper()
 	port, err := freePort()
 	if err != nil {
@@ -190,9 +194,9 @@ func startDaemonOnce(t testing.TB, bin, dataDir string) (*Daemon, error) {
 	}
 	d := &Daemon{
 		t:          t,
-		DataDir:    dataDir,
+		DataDir:    o.DataDir,
 		Addr:       fmt.Sprintf("127.0.0.1:%d", port),
-		Kubeconfig: filepath.Join(dataDir, "kubeconfig"),
+		Kubeconfig: filepath.Join(o.DataDir, "kubeconfig"),
 		home:       t.TempDir(),
 		output:     &logBuffer{},
 		exited:     make(chan struct{}),
@@ -202,7 +206,10 @@ func startDaemonOnce(t testing.TB, bin, dataDir string) (*Daemon, error) {
 	// port; wait for the new one.
 	os.Remove(d.Kubeconfig)
 
-	d.cmd = exec.Command(bin, "serve", "--data-dir", dataDir, "--listen", d.Addr)
+	d.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", o.DataDir, "--listen", d.Addr}, o.Args...)...)
+	if len(o.Env) > 0 {
+		d.cmd.Env = append(os.Environ(), o.Env...)
+	}
 	d.cmd.Stdout = d.output
 	d.cmd.Stderr = d.output
 	if err := d.cmd.Start(); err != nil {
