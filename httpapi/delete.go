@@ -29,9 +29,17 @@ const (
 // systemNamespaces may not be deleted.
 var systemNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true}
 
-// deleteOptions decodes DeleteOptions from the body or the query, and
-// validates them as kube-apiserver does.
-func (s *Server) deleteOptions(r *request) (*metav1.DeleteOptions, error) {
+// deleteOptions decodes DeleteOptions from the body or, without a body, the
+// query, and validates them as kube-apiserver does. A body must decode to a
+// DeleteOptions: anything else is refused before anything is deleted.
+//
+// kube-apiserver decodes a single delete's body with the meta scheme
+// (DeleteOptions is unversioned there, so any apiVersion is accepted, and an
+// unknown kind fails to decode) and a collection delete's body with the
+// resource's own scheme (where a known kind decodes, then fails the type
+// check). It answers both failures with a 500; edgeapi answers 400 with the
+// same message, because the input is at fault.
+func (s *Server) deleteOptions(r *request, collection bool) (*metav1.DeleteOptions, error) {
 	c := r.c
 	opts := &metav1.DeleteOptions{}
 	body, err := s.readBody(c)
@@ -41,14 +49,19 @@ func (s *Server) deleteOptions(r *request) (*metav1.DeleteOptions, error) {
 	if len(body) > 0 {
 		enc, ok := bodyEncoding(c.Request().Header.Get("Content-Type"))
 		if !ok {
-			enc = encJSON
+			return nil, errUnsupportedMediaType()
 		}
-		obj, _, err := s.codecs.forEncoding(enc).Decode(body, &schema.GroupVersionKind{Version: "v1", Kind: "DeleteOptions"}, opts)
+		var dec runtime.Decoder = s.codecs.forEncoding(enc)
+		if !collection {
+			dec = s.codecs.metaDecoder(enc)
+		}
+		def := schema.GroupVersionKind{Group: metav1.GroupName, Version: "v1", Kind: "DeleteOptions"}
+		obj, _, err := dec.Decode(body, &def, opts)
 		if err != nil && !runtime.IsStrictDecodingError(err) {
 			return nil, apierrors.NewBadRequest(err.Error())
 		}
-		if o, ok := obj.(*metav1.DeleteOptions); ok {
-			opts = o
+		if obj != runtime.Object(opts) {
+			return nil, apierrors.NewBadRequest("decoded object cannot be converted to DeleteOptions")
 		}
 	} else if err := metainternalversionscheme.ParameterCodec.DecodeParameters(c.Request().URL.Query(), metav1.SchemeGroupVersion, opts); err != nil {
 		return nil, apierrors.NewBadRequest(err.Error())
@@ -69,7 +82,7 @@ func (s *Server) deleteOptions(r *request) (*metav1.DeleteOptions, error) {
 
 func (s *Server) handleDelete(r *request) error {
 	c := r.c
-	opts, err := s.deleteOptions(r)
+	opts, err := s.deleteOptions(r, false)
 	if err != nil {
 		return s.writeError(c, err)
 	}
@@ -233,7 +246,7 @@ func removeString(list []string, s string) []string {
 func (s *Server) handleDeleteCollection(r *request) error {
 	c := r.c
 	ctx := c.Request().Context()
-	opts, err := s.deleteOptions(r)
+	opts, err := s.deleteOptions(r, true)
 	if err != nil {
 		return s.writeError(c, err)
 	}

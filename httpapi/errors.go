@@ -9,7 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
 
@@ -80,6 +82,20 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewTimeoutError("request did not complete", 1)
 	}
 	return apierrors.NewInternalError(err)
+}
+
+// errUIDPrecondition is kube-apiserver's 409 for an update whose body
+// names another uid than the stored object's: its storage's precondition
+// error, with the etcd key it would have used.
+func errUIDPrecondition(k *registry.Kind, gr schema.GroupResource, namespace, name string, want, got types.UID) *apierrors.StatusError {
+	key := "/registry/" + k.StorageResource + "/"
+	if k.Namespaced {
+		key += namespace + "/"
+	}
+	key += name
+	return apierrors.NewConflict(gr, name, fmt.Errorf(
+		"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in object meta: %s",
+		key, want, got))
 }
 
 // conflictMessage is kube-apiserver's wording for a stale resourceVersion.

@@ -10,9 +10,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	kjsonstrict "sigs.k8s.io/json"
@@ -24,6 +26,9 @@ import (
 // JSON responses of stored objects are spliced from stored bytes instead.
 type codecs struct {
 	json, yaml, proto runtime.Serializer
+	// meta decodes option bodies with only the meta.k8s.io types known,
+	// as kube-apiserver decodes a DeleteOptions body.
+	meta serializer.CodecFactory
 }
 
 func newCodecs() *codecs {
@@ -31,7 +36,21 @@ func newCodecs() *codecs {
 		json:  kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, registry.Scheme, registry.Scheme, kjson.SerializerOptions{Strict: true}),
 		yaml:  kjson.NewSerializerWithOptions(kjson.DefaultMetaFactory, registry.Scheme, registry.Scheme, kjson.SerializerOptions{Yaml: true, Strict: true}),
 		proto: protobuf.NewSerializer(registry.Scheme, registry.Scheme),
+		meta:  metainternalversionscheme.Codecs,
 	}
+}
+
+// metaDecoder decodes a body in encoding e into meta.k8s.io/v1 types only.
+func (c *codecs) metaDecoder(e encoding) runtime.Decoder {
+	media := mediaJSON
+	switch e {
+	case encYAML:
+		media = mediaYAML
+	case encProtobuf:
+		media = mediaProtobuf
+	}
+	info, _ := runtime.SerializerInfoForMediaType(c.meta.SupportedMediaTypes(), media)
+	return c.meta.DecoderToVersion(info.Serializer, metav1.SchemeGroupVersion)
 }
 
 func (c *codecs) forEncoding(e encoding) runtime.Serializer {

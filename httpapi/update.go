@@ -136,6 +136,13 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	if m.GetName() != r.ri.Name {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), r.ri.Name))
 	}
+	if uid := m.GetUID(); r.ri.Verb == "update" && uid != "" && uid != om.GetUID() {
+		// A uid in a PUT body is a precondition, checked by the storage
+		// before the resourceVersion (kube-apiserver's
+		// DefaultUpdatedObjectInfo.Preconditions). A patch that changes
+		// the uid is a 422 from validation instead.
+		return nil, errUIDPrecondition(k, r.gr(), r.ri.Namespace, r.ri.Name, uid, om.GetUID())
+	}
 	if rv := m.GetResourceVersion(); rv != "" && rv != om.GetResourceVersion() {
 		return nil, apierrors.NewConflict(r.gr(), r.ri.Name, errors.New(conflictMessage))
 	}
