@@ -44,8 +44,14 @@ const (
 	// request headers. There is deliberately no write timeout: watches
 	// stay open for many minutes.
 	DefaultReadHeaderTimeout = 10 * time.Second
-	// DefaultIdleTimeout closes keep-alive connections idle this long.
+	// DefaultIdleTimeout closes keep-alive connections idle this long
+	// (kube-apiserver: 90 s).
 	DefaultIdleTimeout = 90 * time.Second
+	// DefaultMaxHeaderBytes bounds request headers (kube-apiserver: 1 MiB).
+	DefaultMaxHeaderBytes = 1 << 20
+	// DefaultRequestTimeout bounds how long a client may take to send a
+	// request body, like kube-apiserver's --request-timeout (1m).
+	DefaultRequestTimeout = time.Minute
 	// DefaultShutdownTimeout bounds the graceful part of shutdown (in-flight
 	// requests); after it, connections are closed. The systemd unit's
 	// TimeoutStopSec must be longer.
@@ -71,6 +77,13 @@ type serveConfig struct {
 	// DebugPprof, when set, is a loopback host:port serving net/http/pprof
 	// for profiling; empty (the default) serves nothing.
 	DebugPprof string `json:"debug-pprof"`
+	// RequestTimeout bounds the time a client may take to send a request
+	// body.
+	RequestTimeout duration `json:"request-timeout"`
+	// InsecureAllowPublicListen accepts a Listen address that is not
+	// loopback. The API is plain HTTP without authentication, so anyone
+	// who can reach such an address can read and change every object.
+	InsecureAllowPublicListen bool `json:"insecure-allow-public-listen"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -82,6 +95,7 @@ func defaultServeConfig() serveConfig {
 		EventTTL:           duration(DefaultEventTTL),
 		CompactionInterval: duration(DefaultCompactionInterval),
 		MaxRequestBody:     byteSize(DefaultMaxRequestBody),
+		RequestTimeout:     duration(DefaultRequestTimeout),
 	}
 }
 
@@ -102,6 +116,8 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.EventTTL, "event-ttl", "keep Events for this `duration` (e.g. 1h, 90m)")
 	fs.Var(&cfg.CompactionInterval, "compaction-interval", "compact the change log at this `interval` (e.g. 5m)")
 	fs.Var(&cfg.MaxRequestBody, "max-request-body", "reject request bodies larger than this `size` in bytes (e.g. 3145728 or 3Mi)")
+	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
+	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API is plain HTTP with no authentication")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over plain HTTP.\n\nFlags:\n")
@@ -156,6 +172,11 @@ func (c *serveConfig) validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("invalid listen address %q: %w", c.Listen, err)
 	}
+	if !isLoopback(c.Listen) && !c.InsecureAllowPublicListen {
+		return fmt.Errorf("invalid listen address %q: not a loopback address (127.0.0.0/8, ::1, localhost); "+
+			"edgeapi serves plain HTTP without authentication, so anyone who can reach it could read and change every object, Secrets included; "+
+			"to listen there anyway, add --insecure-allow-public-listen", c.Listen)
+	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
 	default:
@@ -174,6 +195,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MaxRequestBody <= 0 {
 		return fmt.Errorf("invalid max-request-body %v: must be positive", c.MaxRequestBody)
+	}
+	if c.RequestTimeout <= 0 {
+		return fmt.Errorf("invalid request-timeout %v: must be positive", c.RequestTimeout)
 	}
 	if c.DebugPprof != "" && !isLoopback(c.DebugPprof) {
 		return fmt.Errorf("invalid debug-pprof %q: must be a loopback host:port (127.0.0.1, ::1, localhost)", c.DebugPprof)

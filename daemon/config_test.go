@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ func TestParseServeConfig(t *testing.T) {
 	yamlFile := write("config.yaml", `
 data-dir: /srv/edgeapi
 listen: 0.0.0.0:7443
+insecure-allow-public-listen: true
 log-level: debug
 event-ttl: 2h
 compaction-interval: 1m
@@ -41,12 +43,13 @@ max-request-body: 1Mi
 		{name: "defaults", args: nil, want: func(c *serveConfig) {}},
 		{
 			name: "flags",
-			args: []string{"--data-dir", "/tmp/x", "--listen", ":0", "--log-level", "warn", "--log-format", "json",
-				"--event-ttl", "30m", "--compaction-interval", "10s", "--max-request-body", "512Ki"},
+			args: []string{"--data-dir", "/tmp/x", "--listen", "127.0.0.1:0", "--log-level", "warn", "--log-format", "json",
+				"--event-ttl", "30m", "--compaction-interval", "10s", "--max-request-body", "512Ki", "--request-timeout", "2s"},
 			want: func(c *serveConfig) {
-				c.DataDir, c.Listen, c.LogLevel, c.LogFormat = "/tmp/x", ":0", "warn", "json"
+				c.DataDir, c.Listen, c.LogLevel, c.LogFormat = "/tmp/x", "127.0.0.1:0", "warn", "json"
 				c.EventTTL, c.CompactionInterval = duration(30*time.Minute), duration(10*time.Second)
 				c.MaxRequestBody = 512 << 10
+				c.RequestTimeout = duration(2 * time.Second)
 			},
 		},
 		{
@@ -54,6 +57,7 @@ max-request-body: 1Mi
 			args: []string{"--config", yamlFile},
 			want: func(c *serveConfig) {
 				c.DataDir, c.Listen, c.LogLevel = "/srv/edgeapi", "0.0.0.0:7443", "debug"
+				c.InsecureAllowPublicListen = true
 				c.EventTTL, c.CompactionInterval = duration(2*time.Hour), duration(time.Minute)
 				c.MaxRequestBody = 1 << 20
 			},
@@ -63,6 +67,7 @@ max-request-body: 1Mi
 			args: []string{"--listen", "127.0.0.1:1", "--config", yamlFile, "--event-ttl", "5m"},
 			want: func(c *serveConfig) {
 				c.DataDir, c.Listen, c.LogLevel = "/srv/edgeapi", "127.0.0.1:1", "debug"
+				c.InsecureAllowPublicListen = true
 				c.EventTTL, c.CompactionInterval = duration(5*time.Minute), duration(time.Minute)
 				c.MaxRequestBody = 1 << 20
 			},
@@ -79,6 +84,7 @@ max-request-body: 1Mi
 		{name: "bad log format", args: []string{"--log-format", "text"}, wantErr: `invalid log-format "text"`},
 		{name: "bad listen", args: []string{"--listen", "6443"}, wantErr: "invalid listen address"},
 		{name: "zero ttl", args: []string{"--event-ttl", "0s"}, wantErr: "invalid event-ttl"},
+		{name: "zero request timeout", args: []string{"--request-timeout", "0s"}, wantErr: "invalid request-timeout"},
 		{name: "bad size", args: []string{"--max-request-body", "lots"}, wantErr: "parse size"},
 		{
 			name: "debug-pprof on loopback",
@@ -108,6 +114,59 @@ max-request-body: 1Mi
 			}
 		})
 	}
+}
+
+// TestServeConfig_ValidateListen: plain HTTP without authentication is
+// served on a loopback address only, unless --insecure-allow-public-listen
+// acknowledges it.
+func TestServeConfig_ValidateListen(t *testing.T) {
+	const wantErr = "not a loopback address (127.0.0.0/8, ::1, localhost); edgeapi serves plain HTTP without authentication"
+	tests := []struct {
+		listen   string
+		allow    bool
+		wantPass bool
+	}{
+		{"127.0.0.1:6443", false, true},
+		{"127.1.2.3:6443", false, true},
+		{"[::1]:6443", false, true},
+		{"localhost:6443", false, true},
+		{"127.0.0.1:0", false, true},
+		{"0.0.0.0:6443", false, false},
+		{"[::]:6443", false, false},
+		{":6443", false, false},
+		{"192.168.1.10:6443", false, false},
+		{"[fe80::1]:6443", false, false},
+		{"example.com:6443", false, false},
+		{"[::ffff:10.0.0.1]:6443", false, false},
+		{"0.0.0.0:6443", true, true},
+		{":6443", true, true},
+		{"192.168.1.10:6443", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s allow=%v", tt.listen, tt.allow), func(t *testing.T) {
+			c := defaultServeConfig()
+			c.Listen, c.InsecureAllowPublicListen = tt.listen, tt.allow
+			err := c.validate()
+			if tt.wantPass {
+				if err != nil {
+					t.Fatalf("validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), wantErr) || !strings.Contains(err.Error(), "--insecure-allow-public-listen") {
+				t.Fatalf("validate() = %v, want an error containing %q and naming the flag", err, wantErr)
+			}
+		})
+	}
+	t.Run("flag", func(t *testing.T) {
+		got, err := parseServeConfig([]string{"--listen", "0.0.0.0:1", "--insecure-allow-public-listen"}, io.Discard)
+		if err != nil {
+			t.Fatalf("parseServeConfig: %v", err)
+		}
+		if !got.InsecureAllowPublicListen {
+			t.Errorf("InsecureAllowPublicListen = false, want true")
+		}
+	})
 }
 
 func TestExitCode(t *testing.T) {

@@ -24,7 +24,10 @@ func startPprof(addr string, log *zap.Logger) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: DefaultReadHeaderTimeout, ErrorLog: mustStdLog(log)}
+	// No ReadTimeout: it would cut a CPU profile short (its handler
+	// waits on the request context); pprof requests have no body.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: DefaultReadHeaderTimeout, IdleTimeout: DefaultIdleTimeout,
+		MaxHeaderBytes: DefaultMaxHeaderBytes, ErrorLog: mustStdLog(log)}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -84,6 +84,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	warnOpenDataDir(dataDir, log)
 	if d.unlock, err = lockDataDir(dataDir); err != nil {
 		return nil, err
 	}
@@ -113,6 +114,8 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		EventTTL:            time.Duration(cfg.EventTTL),
 		MaxRequestBodyBytes: int64(cfg.MaxRequestBody),
 		ServerAddress:       addr,
+		RequestTimeout:      time.Duration(cfg.RequestTimeout),
+		IdleTimeout:         DefaultIdleTimeout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create api server: %w", err)
@@ -138,7 +141,11 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		Handler:           d.handler(d.api.Handler()),
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
-		// No ReadTimeout or WriteTimeout: watches stream for minutes.
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		// No ReadTimeout or WriteTimeout: watches stream for minutes, and
+		// a ReadTimeout would end them. The API bounds request bodies by
+		// --request-timeout instead, and watch writes by a deadline of
+		// their own.
 		ErrorLog: mustStdLog(log.Named("http")),
 	}
 	return d, nil
@@ -151,6 +158,16 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 func (d *daemon) run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- d.srv.Serve(d.ln) }()
+	// The connections of finished watches come back to the same server
+	// for their next request (see httpapi.Server.HandoffListener).
+	handoffDone := make(chan struct{})
+	defer func() { <-handoffDone }()
+	go func() {
+		defer close(handoffDone)
+		if err := d.srv.Serve(d.api.HandoffListener()); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.log.Warn("serve handed-back watch connections", zap.Error(err))
+		}
+	}()
 
 	if d.cfg.DebugPprof != "" {
 		stopPprof, err := startPprof(d.cfg.DebugPprof, d.log.Named("pprof"))
@@ -353,6 +370,23 @@ func lockDataDir(dataDir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("lock data dir: %w", err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// warnOpenDataDir warns when others than the daemon's user may read or
+// write the data directory (one that existed before, with a wider mode
+// than the 0700 it is created with). The database files themselves are
+// 0600 (see store.Open), but the directory also holds the kubeconfig and
+// lets others list, replace or delete them. The mode is the operator's
+// choice, so it is only a warning.
+func warnOpenDataDir(dataDir string, log *zap.Logger) {
+	st, err := os.Stat(dataDir)
+	if err != nil {
+		return // the lock or the store reports it
+	}
+	if mode := st.Mode().Perm(); mode&0o077 != 0 {
+		log.Warn("data dir is accessible to other users; chmod 700 it",
+			zap.String("data_dir", dataDir), zap.Stringer("mode", mode))
+	}
 }
 
 // mustStdLog adapts log for net/http's own messages (bad requests, panics

@@ -55,6 +55,13 @@ func errRequestEntityTooLarge(limit int64) *apierrors.StatusError {
 	return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", limit))
 }
 
+// errRequestTimeout is kube-apiserver's 504 for a request that ran past
+// --request-timeout (filters.WithTimeoutForNonLongRunningRequests); here,
+// one whose body did not arrive in time.
+func errRequestTimeout() *apierrors.StatusError {
+	return apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
+}
+
 // storeError maps a store error about the object name of resource gr to a
 // Status error, as kube-apiserver's etcd3 storage does.
 func storeError(err error, gr schema.GroupResource, name string) error {

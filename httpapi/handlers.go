@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -138,6 +140,9 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	}
 	limit := s.cfg.MaxRequestBodyBytes
 	b, err := io.ReadAll(io.LimitReader(body, limit+1))
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return nil, errRequestTimeout() // see Server.serveWithBodyDeadline
+	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest("read request body: " + err.Error())
 	}

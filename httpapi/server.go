@@ -5,6 +5,8 @@ package httpapi
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -24,6 +26,10 @@ const (
 	// DefaultEventTTL is how long Events live, like kube-apiserver's
 	// --event-ttl.
 	DefaultEventTTL = time.Hour
+	// DefaultIdleTimeout is how long a connection handed back after a
+	// watch waits for its next request, as http.Server's IdleTimeout
+	// (kube-apiserver: 90 s).
+	DefaultIdleTimeout = 90 * time.Second
 )
 
 // Config configures a Server.
@@ -44,6 +50,14 @@ type Config struct {
 	// ServerAddress is advertised in /api serverAddressByClientCIDRs
 	// ("127.0.0.1:6443").
 	ServerAddress string
+	// RequestTimeout bounds how long a client may take to send a request
+	// body, like kube-apiserver's --request-timeout; zero means no bound.
+	// A body still unread then fails the request with 504 Timeout.
+	RequestTimeout time.Duration
+	// IdleTimeout is how long a connection handed back after a watch
+	// (see HandoffListener) waits for its next request
+	// (DefaultIdleTimeout when zero).
+	IdleTimeout time.Duration
 }
 
 // Server is the API server. Create it with New, call Start to run its
@@ -63,6 +77,8 @@ type Server struct {
 	unsubscribeNamespaces func()
 	// watchCache fans committed events out to watch streams.
 	watchCache *store.WatchCache
+	// handoff takes back the connections of finished watches.
+	handoff *handoffListener
 	// baseCtx ends when the server closes; watches end with it.
 	baseCtx     context.Context
 	closeServer context.CancelFunc
@@ -98,6 +114,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxRequestBodyBytes == 0 {
 		cfg.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
 	s := &Server{
 		cfg:           cfg,
 		log:           cfg.Logger,
@@ -105,6 +124,7 @@ func New(cfg Config) (*Server, error) {
 		fieldManagers: newFieldManagers(),
 		nsKick:        make(chan struct{}, 1),
 		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
+		handoff:       newHandoffListener(cfg.IdleTimeout),
 	}
 	s.baseCtx, s.closeServer = context.WithCancel(context.Background())
 	s.namespaces.terminating = make(map[string]bool)
@@ -114,7 +134,62 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the HTTP handler serving the API.
-func (s *Server) Handler() http.Handler { return s.echo }
+func (s *Server) Handler() http.Handler {
+	if s.cfg.RequestTimeout <= 0 {
+		return s.echo
+	}
+	return http.HandlerFunc(s.serveWithBodyDeadline)
+}
+
+// HandoffListener returns the listener through which the connections of
+// finished watches come back for their next request. Serve it with the
+// same http.Server that serves Handler (http.Server.Serve); Close, or the
+// http.Server's Shutdown, closes it. Until it is served, a watch response
+// says "Connection: close" and its connection closes when it ends, since
+// net/http cannot serve a connection a watch took over.
+func (s *Server) HandoffListener() net.Listener { return s.handoff }
+
+// serveWithBodyDeadline bounds the time a client may take to send the
+// request body by RequestTimeout, with a read deadline on the connection
+// that is lifted once the body is read. Without it, a client trickling a
+// body would hold its connection and handler for as long as it likes:
+// http.Server bounds only the header (ReadHeaderTimeout), and its
+// ReadTimeout would also end watches, whose connection reads run all
+// along. A request without a body sets no deadline at all.
+func (s *Server) serveWithBodyDeadline(w http.ResponseWriter, r *http.Request) {
+	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
+		s.echo.ServeHTTP(w, r)
+		return
+	}
+	// net/http's ResponseWriter has the method ResponseController calls,
+	// without the controller's allocation.
+	rd, ok := w.(readDeadliner)
+	if !ok || rd.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout)) != nil {
+		// Not a connection net/http can bound (a test recorder).
+		s.echo.ServeHTTP(w, r)
+		return
+	}
+	r.Body = &deadlineBody{ReadCloser: r.Body, rd: rd}
+	s.echo.ServeHTTP(w, r)
+}
+
+type readDeadliner interface{ SetReadDeadline(time.Time) error }
+
+// deadlineBody lifts the read deadline once the body is read to its end,
+// so that a long request keeps its context (net/http's reader after the
+// body would otherwise fail at the deadline and cancel it).
+type deadlineBody struct {
+	io.ReadCloser
+	rd readDeadliner
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		_ = b.rd.SetReadDeadline(time.Time{})
+	}
+	return n, err
+}
 
 // Start creates the system namespaces if missing and runs the background
 // loops (namespace finalization, Event expiry) until Close or ctx ends.
@@ -147,6 +222,7 @@ func (s *Server) Start(ctx context.Context) error {
 // Close ends open watches and stops the background loops, waiting for them.
 func (s *Server) Close(ctx context.Context) error {
 	s.closeServer()
+	_ = s.handoff.Close()
 	s.endStreams()
 	if s.cancel != nil {
 		s.cancel()

@@ -128,12 +128,25 @@ func (s *Server) hijackWatch(c echo.Context) (out *connOut, ok bool) {
 		return nil, false
 	}
 	rc := http.NewResponseController(resp.Writer)
-	conn, _, err := rc.Hijack()
+	conn, brw, err := rc.Hijack()
 	if err != nil {
 		return nil, false
 	}
 	resp.Committed, resp.Status = true, http.StatusOK
 	out = &connOut{conn: conn}
+	// The connection can serve another request after the watch when its
+	// request is fully read (no body: what net/http buffered beyond the
+	// header is the next request) and the client did not ask to close it.
+	// Not after a HEAD, whose client reads no body: what this writes
+	// would be read as the next response.
+	if s.handoff.open() && req.ContentLength == 0 && len(req.TransferEncoding) == 0 && !req.Close &&
+		req.Method != http.MethodHead {
+		out.handoff = s.handoff
+		if n := brw.Reader.Buffered(); n > 0 {
+			b, _ := brw.Reader.Peek(n)
+			out.pre = append([]byte(nil), b...)
+		}
+	}
 	if sc, ok := conn.(syscall.Conn); ok {
 		out.raw, _ = sc.SyscallConn()
 	}
@@ -143,6 +156,9 @@ func (s *Server) hijackWatch(c echo.Context) (out *connOut, ok bool) {
 		for _, v := range vs {
 			hdr = append(append(append(append(hdr, k...), ": "...), v...), "\r\n"...)
 		}
+	}
+	if out.handoff == nil {
+		hdr = append(hdr, "Connection: close\r\n"...)
 	}
 	hdr = append(hdr, "Date: "...)
 	hdr = time.Now().UTC().AppendFormat(hdr, http.TimeFormat)
@@ -231,6 +247,17 @@ func (s *Server) runPeerCheck() {
 type connOut struct {
 	conn net.Conn
 	raw  syscall.RawConn
+	// handoff, when not nil, takes the connection back for its next
+	// request once the response ended cleanly; pre are the bytes of that
+	// request net/http had already read. When nil the response said
+	// "Connection: close".
+	handoff *handoffListener
+	pre     []byte
+	// mu guards released: the connection was handed back, so the peer
+	// check and abort leave it alone (a peek would wait behind the
+	// reader of the next request).
+	mu       sync.Mutex
+	released bool
 	// bufs are the lines written since the last flush, after a slot for
 	// the chunk header; borrowed from lineBuffers while not empty.
 	bufs     *net.Buffers
@@ -351,20 +378,37 @@ func (d *writeDeadline) move(setWriteDeadline func(time.Time) error) {
 }
 
 // close writes the last chunk, so the client sees a clean end of the
-// response, and closes the connection.
+// response, then hands the connection back for its next request (see
+// handoffListener) or closes it.
 func (o *connOut) close() {
 	if o.flush() == nil {
 		_ = o.conn.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = o.conn.Write([]byte("0\r\n\r\n"))
+		_, err := o.conn.Write([]byte("0\r\n\r\n"))
+		if err == nil && o.handoff != nil {
+			o.mu.Lock()
+			o.released = true
+			o.mu.Unlock()
+			o.handoff.park(o.conn, o.pre)
+			o.pre = nil
+			return
+		}
 	}
 	_ = o.conn.Close()
 }
 
-func (o *connOut) abort() { _ = o.conn.Close() }
+func (o *connOut) abort() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.released {
+		_ = o.conn.Close()
+	}
+}
 
 // peerClosed reports whether the client closed the connection.
 func (o *connOut) peerClosed() bool {
-	return o.raw == nil || peek(o.raw)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return !o.released && (o.raw == nil || peek(o.raw))
 }
 
 // responseOut writes a watch response through net/http.

@@ -243,6 +243,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 
 // open connects, checks pragmas, migrates and loads the revisions.
 func (db *DB) open(ctx context.Context) error {
+	if err := secureDBFiles(db.cfg.Path, db.log); err != nil {
+		return err
+	}
 	wdsn, err := writerDSN(db.cfg.Path)
 	if err != nil {
 		return err
