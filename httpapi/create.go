@@ -68,7 +68,7 @@ func parseWriteOptions(q url.Values, optionsKind string, pt types.PatchType) (wr
 		return o, apierrors.NewBadRequest(err.Error())
 	}
 	if len(errs) > 0 {
-		return o, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: optionsKind}, "", errs)
+		return o, newInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: optionsKind}, "", errs)
 	}
 	return o, nil
 }
@@ -154,7 +154,7 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 		m.SetName(generateName(m.GetGenerateName()))
 	}
 	if errs := k.Strategy.Validate(obj); len(errs) > 0 {
-		return nil, store.Object{}, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), errs)
+		return nil, store.Object{}, newInvalid(k.GVK.GroupKind(), m.GetName(), errs)
 	}
 	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
 		c.Canonicalize(obj)

@@ -75,7 +75,7 @@ func (s *Server) deleteOptions(r *request, collection bool) (*metav1.DeleteOptio
 		opts.GracePeriodSeconds = &zero
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
+		return nil, newInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "DeleteOptions"}, "", errs)
 	}
 	return opts, nil
 }

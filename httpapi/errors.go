@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -103,6 +105,56 @@ func errUIDPrecondition(k *registry.Kind, gr schema.GroupResource, namespace, na
 	return apierrors.NewConflict(gr, name, fmt.Errorf(
 		"StorageError: invalid object, Code: 4, Key: %s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: UID in precondition: %s, UID in object meta: %s",
 		key, want, got))
+}
+
+// maxInvalidCauses bounds the causes a 422 lists. Each costs about 300
+// bytes of response: one 1.5 MB object with 300,000 invalid finalizers drew
+// an 87 MB Status and took the daemon's RSS to 870 MB. kube-apiserver
+// lists every cause; so does edgeapi up to this many.
+const maxInvalidCauses = 100
+
+// newInvalid is apierrors.NewInvalid (422 Invalid) with the same causes and
+// message, built in time linear in the number of errors (apimachinery
+// appends each error's text to a string, which is quadratic: 50,000 invalid
+// finalizers took 130 s to refuse) and bounded in size: past
+// maxInvalidCauses errors, the rest are counted in one last cause.
+func newInvalid(gk schema.GroupKind, name string, errs field.ErrorList) *apierrors.StatusError {
+	se := apierrors.NewInvalid(gk, name, nil)
+	if len(errs) == 0 {
+		return se
+	}
+	shown := errs
+	if len(shown) > maxInvalidCauses {
+		shown = shown[:maxInvalidCauses]
+	}
+	causes := make([]metav1.StatusCause, 0, len(shown)+1)
+	seen := make(map[string]bool, len(shown))
+	var msg strings.Builder
+	add := func(text string) {
+		if len(seen) > 0 {
+			msg.WriteString(", ")
+		}
+		seen[text] = true
+		msg.WriteString(text)
+	}
+	for _, e := range shown {
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: e.ErrorBody(), Field: e.Field})
+		if text := e.Error(); !seen[text] {
+			add(text)
+		}
+	}
+	if more := len(errs) - len(shown); more > 0 {
+		text := fmt.Sprintf("and %d more errors", more)
+		causes = append(causes, metav1.StatusCause{Message: text})
+		add(text)
+	}
+	se.ErrStatus.Details.Causes = causes
+	if len(seen) == 1 {
+		se.ErrStatus.Message = fmt.Sprintf("%s %q is invalid: %s", gk.String(), name, msg.String())
+	} else {
+		se.ErrStatus.Message = fmt.Sprintf("%s %q is invalid: [%s]", gk.String(), name, msg.String())
+	}
+	return se
 }
 
 // conflictMessage is kube-apiserver's wording for a stale resourceVersion.

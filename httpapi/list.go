@@ -98,7 +98,7 @@ func (s *Server) listOptions(r *request) (*metainternalversion.ListOptions, erro
 		return nil, apierrors.NewBadRequest(err.Error())
 	}
 	if errs := metainternalversionvalidation.ValidateListOptions(&opts, true); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
+		return nil, newInvalid(schema.GroupKind{Group: metav1.GroupName, Kind: "ListOptions"}, "", errs)
 	}
 	if opts.LabelSelector == nil {
 		opts.LabelSelector = labels.Everything()
