@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/edgeapi/edgeapi/registry"
@@ -30,9 +32,22 @@ func (r *request) gr() schema.GroupResource {
 // serveResource handles every request below /api/ and /apis/.
 func (s *Server) serveResource(c echo.Context) error {
 	req := c.Request()
+	if req.Method == http.MethodHead {
+		// kube-apiserver's resource routes are GET-only (go-restful):
+		// HEAD is 405, and a HEAD on a watch must not stream.
+		return s.writeError(c, errMethodNotAllowed())
+	}
 	ri, ok := parseRequestInfo(req.Method, req.URL.Path, isTrue(req.URL.Query().Get("watch")))
 	if !ok {
-		if g, found := strings.CutPrefix(strings.Trim(req.URL.Path, "/"), "apis/"); found && !strings.Contains(g, "/") && req.Method == http.MethodGet {
+		trimmed := strings.Trim(req.URL.Path, "/")
+		switch {
+		case req.Method != http.MethodGet:
+		case trimmed == "api":
+			return s.serveAPIVersions(c)
+		case trimmed == "apis":
+			return s.serveAPIGroupList(c)
+		}
+		if g, found := strings.CutPrefix(trimmed, "apis/"); found && !strings.Contains(g, "/") && req.Method == http.MethodGet {
 			return s.serveAPIGroup(c, g)
 		}
 		return s.notFound(c)
@@ -71,6 +86,9 @@ func (s *Server) serveResource(c echo.Context) error {
 		if ri.Namespace != "" {
 			return s.writeError(c, errNotFoundResource())
 		}
+	}
+	if err := checkScope(k, ri); err != nil {
+		return s.writeError(c, err)
 	}
 	rep, ok := negotiateOutput(req.Header.Get("Accept"))
 	if !ok {
@@ -115,6 +133,31 @@ func (s *Server) serveResource(c echo.Context) error {
 		return s.handleDeleteCollection(r)
 	}
 	return s.writeError(c, errMethodNotAllowed())
+}
+
+// checkScope refuses what the path of a namespaced kind does not allow, as
+// kube-apiserver's routes and storage keys do: below /namespaces/ the
+// namespace must not be empty ("//" would otherwise mean every namespace,
+// and a deletecollection there would empty them all); outside it only list
+// and watch of the whole collection are served; and an object name must be
+// a valid path segment.
+func checkScope(k *registry.Kind, ri requestInfo) error {
+	if k.Namespaced {
+		switch {
+		case ri.NamespacePath && ri.Namespace == "":
+			return apierrors.NewBadRequest("Namespace parameter required.")
+		case !ri.NamespacePath && ri.Name != "":
+			return errNotFoundResource()
+		case !ri.NamespacePath && ri.Verb != "list" && ri.Verb != "watch":
+			return errMethodNotAllowed()
+		}
+	}
+	if ri.Name != "" {
+		if msgs := path.IsValidPathSegmentName(ri.Name); len(msgs) > 0 {
+			return apierrors.NewBadRequest(fmt.Sprintf("Name parameter invalid: %q: %s", ri.Name, strings.Join(msgs, ";")))
+		}
+	}
+	return nil
 }
 
 // notFound is the plain-text 404 kube-apiserver gives for paths outside

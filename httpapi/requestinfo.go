@@ -23,6 +23,9 @@ type requestInfo struct {
 	// Parts is the number of path segments after the version (0 for a
 	// discovery request such as /api/v1).
 	Parts int
+	// NamespacePath is true when the resource was named below
+	// /namespaces/{namespace}/ (Namespace may still be empty: a "//").
+	NamespacePath bool
 }
 
 // namespaceSubresources are the subresources of a Namespace object, which
@@ -61,6 +64,7 @@ func parseRequestInfo(method, path string, watchParam bool) (ri requestInfo, ok 
 		ri.Namespace = parts[1]
 		if len(parts) > 2 && !namespaceSubresources[parts[2]] {
 			parts = parts[2:]
+			ri.NamespacePath = true
 		}
 	}
 	ri.Resource = parts[0]

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -15,23 +17,58 @@ func (s *Server) routes() *echo.Echo {
 	e := echo.New()
 	e.HideBanner = true
 	e.HidePort = true
+	e.HTTPErrorHandler = s.routeError
 	e.Use(s.logRequests)
-	e.GET("/api", s.serveAPIVersions)
-	e.GET("/apis", s.serveAPIGroupList)
+	e.Any("/api", getOnly(s.serveAPIVersions))
+	e.Any("/apis", getOnly(s.serveAPIGroupList))
 	e.Any("/api/*", s.serveResource)
 	e.Any("/apis/*", s.serveResource)
-	e.GET("/version", s.serveVersion)
-	e.GET("/openapi/v2", s.serveOpenAPIV2)
-	e.GET("/openapi/v3", s.serveOpenAPIV3)
-	e.GET("/openapi/v3/*", s.serveOpenAPIV3)
-	e.GET("/healthz", s.serveHealth)
-	e.GET("/livez", s.serveHealth)
-	e.GET("/readyz", s.serveHealth)
-	e.GET("/healthz/*", s.serveHealth)
-	e.GET("/livez/*", s.serveHealth)
-	e.GET("/readyz/*", s.serveHealth)
+	e.Any("/version", getOnly(s.serveVersion))
+	e.Any("/version/", getOnly(s.serveVersion))
+	e.Any("/openapi/v2", getOnly(s.serveOpenAPIV2))
+	e.Any("/openapi/v3", getOnly(s.serveOpenAPIV3))
+	e.Any("/openapi/v3/*", getOnly(s.serveOpenAPIV3))
+	e.Any("/healthz", s.serveHealth)
+	e.Any("/livez", s.serveHealth)
+	e.Any("/readyz", s.serveHealth)
+	e.Any("/healthz/*", s.serveHealth)
+	e.Any("/livez/*", s.serveHealth)
+	e.Any("/readyz/*", s.serveHealth)
 	e.RouteNotFound("/*", s.notFound)
 	return e
+}
+
+// getOnly serves GET with h and answers every other method with the 405
+// Status kube-apiserver's GET-only routes give.
+func getOnly(h echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != http.MethodGet {
+			return errMethodNotAllowed()
+		}
+		return h(c)
+	}
+}
+
+// routeError answers what echo's router refuses itself (a method a route
+// does not serve) with the Status kube-apiserver's go-restful container
+// gives, and any other error a handler returns as a Status too.
+func (s *Server) routeError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		switch he.Code {
+		case http.StatusMethodNotAllowed:
+			err = errMethodNotAllowed()
+		case http.StatusNotFound:
+			_ = s.notFound(c)
+			return
+		default:
+			err = statusError(int32(he.Code), "", fmt.Sprint(he.Message), false)
+		}
+	}
+	_ = s.writeError(c, err)
 }
 
 // logRequests logs one line per request at debug level.
