@@ -44,6 +44,13 @@ func errNotAcceptable() *apierrors.StatusError {
 	return statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "406: Not Acceptable\n\nAvailable representations: "+supportedMediaTypesList, true)
 }
 
+// errNotAcceptableStream is kube-apiserver's 406 for a watch asked for in a
+// representation that cannot stream (YAML): NegotiateOutputMediaTypeStream's
+// error, which lists every media type the endpoint serves.
+func errNotAcceptableStream() *apierrors.StatusError {
+	return statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "only the following media types are accepted: "+supportedMediaTypesList, false)
+}
+
 func errUnsupportedMediaType() *apierrors.StatusError {
 	return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 		"the body of the request was in an unknown format - accepted media types include: "+supportedMediaTypesList, false)

@@ -111,6 +111,9 @@ func (s *Server) serveResource(c echo.Context) error {
 	case "list":
 		return s.handleList(r)
 	case "watch":
+		if rep.enc == encYAML {
+			return s.writeError(c, errNotAcceptableStream())
+		}
 		return s.handleWatch(r)
 	case "create":
 		if ri.Name != "" {

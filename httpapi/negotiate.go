@@ -58,8 +58,34 @@ type acceptClause struct {
 // negotiateOutput picks the representation for an Accept header. ok is false
 // when nothing acceptable is offered (406).
 func negotiateOutput(accept string) (representation, bool) {
+	for _, c := range acceptClauses(accept) {
+		if r, ok := matchClause(c); ok {
+			return r, true
+		}
+	}
+	return representation{}, strings.TrimSpace(accept) == ""
+}
+
+// negotiateStatus picks the encoding of an error Status for an Accept
+// header, as kube-apiserver's ErrorNegotiated does: the first acceptable
+// clause that asks for no conversion (as=), and JSON when there is none.
+func negotiateStatus(accept string) encoding {
+	for _, c := range acceptClauses(accept) {
+		if c.params["as"] != "" {
+			continue
+		}
+		if r, ok := matchClause(c); ok {
+			return r.enc
+		}
+	}
+	return encJSON
+}
+
+// acceptClauses parses an Accept header into its clauses with q > 0, in
+// order of preference.
+func acceptClauses(accept string) []acceptClause {
 	if strings.TrimSpace(accept) == "" {
-		return representation{}, true
+		return nil
 	}
 	var clauses []acceptClause
 	for i, part := range strings.Split(accept, ",") {
@@ -84,12 +110,7 @@ func negotiateOutput(accept string) (representation, bool) {
 		clauses = append(clauses, acceptClause{typ: typ, sub: sub, params: params, q: q, order: i})
 	}
 	sort.SliceStable(clauses, func(i, j int) bool { return clauses[i].q > clauses[j].q })
-	for _, c := range clauses {
-		if r, ok := matchClause(c); ok {
-			return r, true
-		}
-	}
-	return representation{}, false
+	return clauses
 }
 
 func matchClause(c acceptClause) (representation, bool) {

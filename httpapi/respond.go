@@ -18,7 +18,8 @@ import (
 // Handlers return objects or JSON bytes; these functions are the only ones
 // that write response bodies.
 
-// writeError writes err as a metav1.Status in JSON, with its code.
+// writeError writes err as a metav1.Status with its code, in JSON, YAML or
+// Protobuf as the Accept header asks.
 func (s *Server) writeError(c echo.Context, err error) error {
 	st := statusOf(err)
 	st.Kind, st.APIVersion = "Status", "v1"
@@ -31,6 +32,19 @@ func (s *Server) writeError(c echo.Context, err error) error {
 	}
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		c.Response().Header().Set("Retry-After", itoa(int64(st.Details.RetryAfterSeconds)))
+	}
+	// In the encoding the client asked for, JSON when it asked for none
+	// that can carry a Status (kube-apiserver's ErrorNegotiated).
+	switch enc := negotiateStatus(c.Request().Header.Get("Accept")); enc {
+	case encYAML, encProtobuf:
+		var buf bytes.Buffer
+		if err := s.codecs.forEncoding(enc).Encode(st, &buf); err == nil {
+			media := mediaYAML
+			if enc == encProtobuf {
+				media = mediaProtobuf
+			}
+			return c.Blob(code, media, buf.Bytes())
+		}
 	}
 	b, jerr := json.Marshal(st)
 	if jerr != nil {
