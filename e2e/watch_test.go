@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1129,10 +1130,12 @@ func TestWatch_Compacted(t *testing.T) {
 	cw.Stop()
 }
 
-// TestWatch_SlowWatcher: a watcher that doesn't read while many writes
-// happen doesn't hold up writers; what it gets, when it reads at last, is an
-// in-order prefix of the changes with no gaps, and the stream either ends
-// (the server dropped the slow watcher) or delivers everything.
+// TestWatch_SlowWatcher: a watcher that doesn't read while 1,600 writes
+// happen doesn't hold up writers; what it gets, when it reads at last, is a
+// non-empty, in-order prefix of the changes with no gaps, and then the end
+// of the stream: the server closed it when it fell more than 1,024 events
+// behind, as kube-apiserver closes slow watchers. A watcher on the same
+// server that keeps reading gets every event in order.
 func TestWatch_SlowWatcher(t *testing.T) {
 	t.Parallel()
 	d := StartDaemon(t)
@@ -1150,9 +1153,50 @@ func TestWatch_SlowWatcher(t *testing.T) {
 	defer conn.Close()
 	fmt.Fprintf(conn, "GET /api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", ns, start, d.Addr)
 
-	// 4 writers × 250 updates of 20 KiB: about 20 MiB, far beyond socket
-	// buffers and the per-watcher queue.
-	const writers, perWriter = 4, 250
+	// A watcher that reads everything as it comes, on the same server.
+	type readResult struct {
+		rvs []int64
+		err error
+	}
+	fast := make(chan readResult, 1)
+	fastConn, err := net.Dial("tcp", d.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fastConn.Close()
+	fmt.Fprintf(fastConn, "GET /api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%s HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\n\r\n", ns, start, d.Addr)
+
+	// 4 writers × 400 updates of 20 KiB: about 32 MiB and 1,600 events,
+	// far beyond socket buffers and the 1,024 events a watcher may fall
+	// behind before the server closes it.
+	const writers, perWriter = 4, 400
+	go func() {
+		var res readResult
+		defer func() { fast <- res }()
+		fastConn.SetReadDeadline(time.Now().Add(4 * eventually))
+		resp, err := http.ReadResponse(bufio.NewReader(fastConn), nil)
+		if err != nil {
+			res.err = err
+			return
+		}
+		dec := json.NewDecoder(resp.Body)
+		for len(res.rvs) < writers*perWriter {
+			var ev rawEvent
+			if res.err = dec.Decode(&ev); res.err != nil {
+				return
+			}
+			var cm corev1.ConfigMap
+			if res.err = json.Unmarshal(ev.Object, &cm); res.err != nil {
+				return
+			}
+			rv, err := strconv.ParseInt(cm.ResourceVersion, 10, 64)
+			if err != nil {
+				res.err = err
+				return
+			}
+			res.rvs = append(res.rvs, rv)
+		}
+	}()
 	blob := strings.Repeat("z", 20<<10)
 	rvs := make([][]int64, writers)
 	var wg sync.WaitGroup
@@ -1224,6 +1268,20 @@ func TestWatch_SlowWatcher(t *testing.T) {
 		n++
 	}
 	t.Logf("slow watcher got %d of %d events", n, len(all))
+	// It was closed as too slow, after a gap-free prefix: not at once, and
+	// not after everything (it fell more than 1,024 events behind).
+	if n == 0 || n >= len(all) {
+		t.Errorf("slow watcher got %d of %d events, want a prefix that ends when the server closes it", n, len(all))
+	}
+
+	// The watcher that kept reading got every event, in order.
+	res := <-fast
+	if res.err != nil {
+		t.Fatalf("reading watcher: after %d of %d events: %v", len(res.rvs), len(all), res.err)
+	}
+	if !slices.Equal(res.rvs, all) {
+		t.Errorf("reading watcher: got %d events, want all %d in revision order", len(res.rvs), len(all))
+	}
 
 	// The daemon still serves.
 	if _, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "w0", metav1.GetOptions{}); err != nil {
