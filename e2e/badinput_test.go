@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -170,10 +171,13 @@ func TestBadInput_Status(t *testing.T) {
 }
 
 // TestEvent_TTL checks that Events expire --event-ttl after their last
-// write, as kube-apiserver's --event-ttl does.
+// write, as kube-apiserver's --event-ttl does (an etcd lease renewed on
+// every write): an Event updated every half second outlives two TTLs, and
+// expires once the updates stop.
 func TestEvent_TTL(t *testing.T) {
 	t.Parallel()
-	d := startDaemonArgs(t, "--event-ttl", "2s")
+	const ttl = 4 * time.Second
+	d := startDaemonArgs(t, "--event-ttl", ttl.String())
 	cs := d.Clientset()
 	ctx := context.Background()
 	ev := &corev1.Event{
@@ -189,6 +193,20 @@ func TestEvent_TTL(t *testing.T) {
 	if _, err := cs.CoreV1().Events("default").Get(ctx, "short-lived", metav1.GetOptions{}); err != nil {
 		t.Fatalf("event right after create: %v", err)
 	}
+	// Each update renews the TTL: the Event is still there after 2×TTL.
+	renewUntil := time.Now().Add(2 * ttl)
+	for i := int32(2); time.Now().Before(renewUntil); i++ {
+		cur, err := cs.CoreV1().Events("default").Get(ctx, "short-lived", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("event while it is being updated (update %d): %v", i, err)
+		}
+		cur.Count = i
+		cur.Message = fmt.Sprintf("renewed %d", i)
+		if _, err := cs.CoreV1().Events("default").Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			t.Fatalf("update %d: %v", i, err)
+		}
+		time.Sleep(ttl / 8)
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		_, err := cs.CoreV1().Events("default").Get(ctx, "short-lived", metav1.GetOptions{})
@@ -199,7 +217,7 @@ func TestEvent_TTL(t *testing.T) {
 			t.Fatal(err)
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("event still present a minute after a 2s TTL")
+			t.Fatalf("event still present a minute after its last write, with a %v TTL", ttl)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
