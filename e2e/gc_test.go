@@ -411,34 +411,103 @@ func TestGarbageCollector_Restart(t *testing.T) {
 	waitCMGone(t, cs2, ns, "dep2")
 }
 
-// TestGarbageCollector_RestartBeforeCollection stops the daemon right
-// after an owner is deleted in the background, before anything shows that
-// the collector acted, and checks the dependent is collected after the
-// restart. Whether the collector acted before the stop is not controlled;
-// either way the dependent must end up gone.
+// TestGarbageCollector_RestartBeforeCollection kills the daemon while the
+// collector's work is half done and checks that the restarted daemon
+// finishes it. A finalizer the test owns holds one object of each chain, so
+// the work cannot finish before the kill:
+//   - background: owner → held dependent → leaf. The owner is deleted in the
+//     background; the held dependent is marked deleted and stays; the leaf
+//     can only be collected once the held dependent is gone, which the test
+//     allows only after the restart;
+//   - foreground: an owner deleted in the foreground waits for its held,
+//     blocking dependent; after the restart the test releases the
+//     dependent, and the new process must then delete the owner.
 func TestGarbageCollector_RestartBeforeCollection(t *testing.T) {
 	t.Parallel()
 	d := StartDaemon(t)
 	cs := d.Clientset()
-	const ns = "gc-restart-bg"
+	ctx := context.Background()
+	const (
+		ns     = "gc-restart-bg"
+		hold   = "e2e.example.com/hold"
+		chains = 5
+	)
 	createNamespace(t, cs, ns)
 	var owners []*corev1.ConfigMap
-	for i := 0; i < 20; i++ {
+	for i := 0; i < chains; i++ {
 		o := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("owner-%02d", i)}})
-		mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dep-%02d", i), OwnerReferences: []metav1.OwnerReference{ownerRef(o, false)}}})
+		dep := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("dep-%02d", i), Finalizers: []string{hold}, OwnerReferences: []metav1.OwnerReference{ownerRef(o, false)}}})
+		mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("leaf-%02d", i), OwnerReferences: []metav1.OwnerReference{ownerRef(dep, false)}}})
 		owners = append(owners, o)
 	}
+	fg := mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fg-owner"}})
+	mustCreateCM(t, cs, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "fg-dep", Finalizers: []string{hold}, OwnerReferences: []metav1.OwnerReference{ownerRef(fg, true)}}})
 	for _, o := range owners {
 		deleteWith(t, cs, ns, o.Name, metav1.DeletePropagationBackground)
 	}
-	if err := d.Stop(); err != nil {
-		t.Fatalf("stop with SIGTERM: %v", err)
+	deleteWith(t, cs, ns, fg.Name, metav1.DeletePropagationForeground)
+
+	// Wait until the collector has acted on every held object: each is
+	// marked deleted, and held.
+	marked := func(name string) bool {
+		cm, err := getCM(cs, ns, name)
+		if err != nil {
+			t.Fatalf("get %s: %v", name, err)
+		}
+		return cm.DeletionTimestamp != nil
 	}
+	deadline := time.Now().Add(eventually)
+	for i := 0; i < chains; i++ {
+		for !marked(fmt.Sprintf("dep-%02d", i)) || !marked("fg-dep") {
+			if time.Now().After(deadline) {
+				t.Fatalf("the collector did not mark the held dependents within %v", eventually)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	d.Kill()
+
 	d2 := StartDaemon(t, DaemonOptions{DataDir: d.DataDir})
 	cs2 := d2.Clientset()
-	for i := range owners {
-		waitCMGone(t, cs2, ns, fmt.Sprintf("dep-%02d", i))
+	// The work is still half done: leaves and the foreground owner are
+	// there, held by what the test holds.
+	for i := 0; i < chains; i++ {
+		if _, err := getCM(cs2, ns, fmt.Sprintf("leaf-%02d", i)); err != nil {
+			t.Fatalf("leaf-%02d after the restart: %v (it should wait for its held owner)", i, err)
+		}
 	}
+	if cm, err := getCM(cs2, ns, "fg-owner"); err != nil || cm.DeletionTimestamp == nil {
+		t.Fatalf("fg-owner after the restart: %v, %+v (want it marked, waiting for its dependent)", err, cm)
+	}
+	release := func(name string) {
+		t.Helper()
+		for {
+			cm, err := getCM(cs2, ns, name)
+			if err != nil {
+				t.Fatalf("get %s: %v", name, err)
+			}
+			cm.Finalizers = nil
+			_, err = cs2.CoreV1().ConfigMaps(ns).Update(ctx, cm, metav1.UpdateOptions{})
+			if apierrors.IsConflict(err) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("release %s: %v", name, err)
+			}
+			return
+		}
+	}
+	for i := 0; i < chains; i++ {
+		release(fmt.Sprintf("dep-%02d", i))
+	}
+	release("fg-dep")
+	// Only the restarted process can finish the work now.
+	for i := 0; i < chains; i++ {
+		waitCMGone(t, cs2, ns, fmt.Sprintf("dep-%02d", i))
+		waitCMGone(t, cs2, ns, fmt.Sprintf("leaf-%02d", i))
+	}
+	waitCMGone(t, cs2, ns, "fg-dep")
+	waitCMGone(t, cs2, ns, "fg-owner")
 
 	// A dependent created after the restart that names an owner deleted
 	// before it is collected too: kube-controller-manager deletes
@@ -446,7 +515,7 @@ func TestGarbageCollector_RestartBeforeCollection(t *testing.T) {
 	// its next periodic rescan, a minute, so the hang guard here is
 	// longer; how long it takes is not what this test checks.)
 	mustCreateCM(t, cs2, ns, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late", OwnerReferences: []metav1.OwnerReference{ownerRef(owners[0], false)}}})
-	deadline := time.Now().Add(3 * eventually)
+	deadline = time.Now().Add(3 * eventually)
 	for {
 		_, err := getCM(cs2, ns, "late")
 		if apierrors.IsNotFound(err) {
