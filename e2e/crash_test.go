@@ -17,6 +17,12 @@ import (
 // create ConfigMaps, restarts it on the same data directory and checks that
 // every acknowledged write survived unchanged, nothing appeared that no one
 // wrote, and resourceVersions keep growing.
+//
+// It is a fast smoke test of recovery, not of durability: SIGKILL leaves
+// the page cache intact, so it would pass with synchronous=OFF too.
+// TestCrashLoop checks updates, deletes and watches across many kills; only
+// a power cut (losing what was not fsynced) can show that commits are
+// durable.
 func TestCrash_KillDashNine(t *testing.T) {
 	t.Parallel()
 	const (
