@@ -48,6 +48,9 @@ func parseRequestInfo(method, path string, watchParam bool) (ri requestInfo, ok 
 	default:
 		return ri, false
 	}
+	if ri.Version == "" || (ri.Prefix == "apis" && ri.Group == "") {
+		return ri, false // "/api//..." names no version
+	}
 	ri.Parts = len(parts)
 	if len(parts) == 0 {
 		return ri, true
@@ -78,7 +81,7 @@ func parseRequestInfo(method, path string, watchParam bool) (ri requestInfo, ok 
 		return ri, false
 	}
 	switch method {
-	case http.MethodGet, http.MethodHead:
+	case http.MethodGet, http.MethodHead, "": // net/http reads "" as GET
 		switch {
 		case watchPrefix || watchParam:
 			ri.Verb = "watch"
