@@ -154,7 +154,7 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 		m.SetName(generateName(m.GetGenerateName()))
 	}
 	if errs := k.Strategy.Validate(obj); len(errs) > 0 {
-		return nil, store.Object{}, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), errs)
+		return nil, store.Object{}, newInvalid(k.GVK.GroupKind(), m.GetName(), errs)
 	}
 	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
 		c.Canonicalize(obj)

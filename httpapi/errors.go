@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
 
@@ -94,4 +97,68 @@ func statusOf(err error) *metav1.Status {
 	}
 	st := apierrors.NewInternalError(err).Status()
 	return &st
+}
+
+// newInvalid is apierrors.NewInvalid with the same causes and message, in
+// time and memory linear in the errors. apimachinery builds the message by
+// appending each distinct error to a string (utilerrors.aggregate.Error),
+// which is quadratic: 300,000 invalid finalizers took minutes and hundreds
+// of MiB. The message is kube-apiserver's: `Kind "name" is invalid: ` and
+// the distinct errors in order, joined by ", " and bracketed when there is
+// more than one.
+//
+// Unlike kube-apiserver, it reports at most maxInvalidErrors errors, and
+// says how many more there were: one error per item of a 3 MiB list made a
+// 90 MB answer (300,000 invalid finalizers), 60 times the request.
+// maxInvalidErrors is the most errors an Invalid (422) answer lists.
+// Validation may put stand-ins past it (registry.MaxReportedErrors).
+const maxInvalidErrors = registry.MaxReportedErrors
+
+func newInvalid(gk schema.GroupKind, name string, errs field.ErrorList) *apierrors.StatusError {
+	more := 0
+	if len(errs) > maxInvalidErrors {
+		more = len(errs) - maxInvalidErrors
+		errs = errs[:maxInvalidErrors]
+	}
+	causes := make([]metav1.StatusCause, 0, len(errs))
+	for _, e := range errs {
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: e.ErrorBody(), Field: e.Field})
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %q is invalid", gk.String(), name)
+	if len(errs) > 0 {
+		b.WriteString(": ")
+		seen := make(map[string]struct{}, len(errs))
+		msgs := make([]string, 0, len(errs))
+		for _, e := range errs {
+			msg := e.Error()
+			if _, dup := seen[msg]; dup {
+				continue
+			}
+			seen[msg] = struct{}{}
+			msgs = append(msgs, msg)
+		}
+		if more > 0 {
+			msgs = append(msgs, fmt.Sprintf("and %d more errors", more))
+		}
+		if len(msgs) > 1 {
+			b.WriteByte('[')
+		}
+		for i, msg := range msgs {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(msg)
+		}
+		if len(msgs) > 1 {
+			b.WriteByte(']')
+		}
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status:  metav1.StatusFailure,
+		Code:    http.StatusUnprocessableEntity,
+		Reason:  metav1.StatusReasonInvalid,
+		Message: b.String(),
+		Details: &metav1.StatusDetails{Group: gk.Group, Kind: gk.Kind, Name: name, Causes: causes},
+	}}
 }

@@ -186,7 +186,7 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 		errs = append(errs, k.Strategy.ValidateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
-		return nil, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), errs)
+		return nil, newInvalid(k.GVK.GroupKind(), m.GetName(), errs)
 	}
 	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
 		c.Canonicalize(obj)

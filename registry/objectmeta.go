@@ -86,19 +86,46 @@ func withGenericCreate(errs field.ErrorList, obj runtime.Object, namespaced bool
 // apimachinery's plus the standard-finalizer-name rule for each finalizer.
 func validateCoreObjectMeta(m *metav1.ObjectMeta, namespaced bool, name nameFunc) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMeta(m, namespaced, name, metadataPath)
-	for i, f := range m.Finalizers {
-		errs = append(errs, validateKubeFinalizerName(f, metadataPath.Child("finalizers").Index(i))...)
-	}
-	return errs
+	return appendKubeFinalizerErrors(errs, m.Finalizers)
 }
 
 // validateCoreObjectMetaUpdate is the core group's ValidateObjectMetaUpdate.
 func validateCoreObjectMetaUpdate(m, old *metav1.ObjectMeta) field.ErrorList {
 	errs := apimachineryvalidation.ValidateObjectMetaUpdate(m, old, metadataPath)
-	for i, f := range m.Finalizers {
-		errs = append(errs, validateKubeFinalizerName(f, metadataPath.Child("finalizers").Index(i))...)
+	return appendKubeFinalizerErrors(errs, m.Finalizers)
+}
+
+// MaxReportedErrors is the most errors an Invalid (422) answer lists; the
+// HTTP layer counts the others. Validation may append errNotReported, one
+// shared value, in place of any error that would land past this index, so
+// that a list of 300,000 bad items costs a pointer per item rather than a
+// built error (about 200 bytes) per item.
+const MaxReportedErrors = 1000
+
+// errNotReported stands for an error past MaxReportedErrors in a list; it
+// is never shown.
+var errNotReported = field.Invalid(metadataPath, nil, "error not reported")
+
+// appendKubeFinalizerErrors appends the standard-finalizer-name error of
+// each finalizer, built only while errs is shorter than MaxReportedErrors.
+// Errors are only ever appended to or prepended to, so a stand-in here
+// stays past MaxReportedErrors in the final list.
+func appendKubeFinalizerErrors(errs field.ErrorList, finalizers []string) field.ErrorList {
+	for i, f := range finalizers {
+		if !isKubeFinalizerName(f) {
+			if len(errs) >= MaxReportedErrors {
+				errs = append(errs, errNotReported)
+				continue
+			}
+			errs = append(errs, validateKubeFinalizerName(f, metadataPath.Child("finalizers").Index(i))...)
+		}
 	}
 	return errs
+}
+
+// isKubeFinalizerName reports whether name is qualified or standard.
+func isKubeFinalizerName(name string) bool {
+	return strings.Contains(name, "/") || standardFinalizers[name]
 }
 
 // standardFinalizers are the finalizer names that need no domain prefix
@@ -112,7 +139,7 @@ var standardFinalizers = map[string]bool{
 // validateKubeFinalizerName rejects unqualified finalizer names other than
 // the standard ones.
 func validateKubeFinalizerName(name string, fldPath *field.Path) field.ErrorList {
-	if !strings.Contains(name, "/") && !standardFinalizers[name] {
+	if !isKubeFinalizerName(name) {
 		return field.ErrorList{field.Invalid(fldPath, name, "name is neither a standard finalizer name nor is it fully qualified")}
 	}
 	return nil
