@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strings"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -186,6 +187,9 @@ func (s *Server) strategicPatch(gvk schema.GroupVersionKind, patch []byte, cur r
 	} else if err := kjson.UnmarshalCaseSensitivePreserveInts(patch, &patchMap); err != nil {
 		return nil, nil, apierrors.NewBadRequest(err.Error())
 	}
+	if err := checkStrategicListSizes(orig, patchMap, ""); err != nil {
+		return nil, nil, err
+	}
 	schemaObj, err := newObject(gvk)
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
@@ -231,4 +235,60 @@ func newObject(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)
 	return obj, nil
+}
+
+// maxStrategicListEntries bounds the entries of a list that a strategic
+// merge patch merges or orders: those of the object's list and of the
+// patch's list, its $setElementOrder and its $deleteFromPrimitiveList
+// together. apimachinery's strategicpatch deduplicates, orders and matches
+// list entries pairwise, in time quadratic in them: merging 50,000
+// finalizers into 50,000, or ordering 50,000, went unanswered for more
+// than 60 s; ordering 5,000 against 5,000 took 3.2 s, and merging them
+// 1.2 s. kube-apiserver uses the same code and has no bound; at 2,048
+// entries the quadratic part stays near 0.1 s.
+const maxStrategicListEntries = 2048
+
+// checkStrategicListSizes walks the maps of patch along with those of
+// orig (the object) and refuses, with a 413 in the words of
+// kube-apiserver's JSON patch operation cap, a patch that would merge more
+// than maxStrategicListEntries entries in one list. It visits each map
+// entry of the patch once.
+func checkStrategicListSizes(orig, patch map[string]interface{}, at string) error {
+	// sizes counts the entries of the lists merged (pairwise), by name;
+	// a $deleteFromPrimitiveList alone is a linear set difference.
+	var sizes map[string]int
+	for k, v := range patch {
+		name := strings.TrimPrefix(k, "$deleteFromPrimitiveList/")
+		name = strings.TrimPrefix(name, "$setElementOrder/")
+		switch v := v.(type) {
+		case []interface{}:
+			if sizes == nil {
+				sizes = map[string]int{}
+			}
+			sizes[name] += len(v)
+		case map[string]interface{}:
+			if o, ok := orig[name].(map[string]interface{}); ok {
+				if err := checkStrategicListSizes(o, v, at+name+"."); err != nil {
+					return err
+				}
+			} else if err := checkStrategicListSizes(nil, v, at+name+"."); err != nil {
+				return err
+			}
+		}
+	}
+	for name, n := range sizes {
+		if _, merged := patch[name]; !merged {
+			if _, ordered := patch["$setElementOrder/"+name]; !ordered {
+				continue
+			}
+		}
+		if o, ok := orig[name].([]interface{}); ok {
+			n += len(o)
+		}
+		if n > maxStrategicListEntries {
+			return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+				"The allowed maximum entries in a list merged by a strategic merge patch is %d, got %d in %s", maxStrategicListEntries, n, at+name))
+		}
+	}
+	return nil
 }
