@@ -352,3 +352,36 @@ func TestHugeInput_UnknownFieldWarnings(t *testing.T) {
 	}
 	checkPeakRSS(t, d)
 }
+
+// TestHugeInput_ApplyLargeList server-side applies a ConfigMap with 20,000
+// finalizers: field ownership is tracked for lists of at most 10,000
+// entries (structured-merge-diff's field sets are quadratic past that), so
+// the apply is a 400 that names the list, and nothing is stored. 9,000
+// finalizers apply.
+func TestHugeInput_ApplyLargeList(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	for _, tt := range []struct {
+		n    int
+		want int
+	}{{20000, http.StatusBadRequest}, {9000, http.StatusCreated}} {
+		name := fmt.Sprint("applied-", tt.n)
+		body := mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "finalizers": finalizers(tt.n, false)}})
+		res := sendHuge(t, d, http.MethodPatch, hugeCMs+"/"+name+"?fieldManager=big", "application/apply-patch+yaml", body)
+		if res.Status != tt.want {
+			t.Fatalf("apply %d finalizers: got %d, want %d: %.300s", tt.n, res.Status, tt.want, res.Body)
+		}
+		if tt.want != http.StatusBadRequest {
+			continue
+		}
+		st := decodeStatus(t, res, http.StatusBadRequest, metav1.StatusReasonBadRequest)
+		if want := "metadata.finalizers has 20000 entries, more than the 10000 for which field ownership is tracked"; !strings.HasSuffix(st.Message, want) {
+			t.Errorf("got message %q, want suffix %q", st.Message, want)
+		}
+		if res := rawGetNoFatal(d, hugeCMs+"/"+name); res.Status != http.StatusNotFound {
+			t.Errorf("GET after a refused apply: got %d, want 404", res.Status)
+		}
+	}
+	checkPeakRSS(t, d)
+}
