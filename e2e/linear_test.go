@@ -385,3 +385,37 @@ func TestHugeInput_ApplyLargeList(t *testing.T) {
 	}
 	checkPeakRSS(t, d)
 }
+
+// TestHugeInput_JSONPatchArrayOps inserts 10,000 finalizers at the front
+// of 100,000 with one JSON patch: json-patch copies the array for each
+// insert, and this took 5.8 s (18 s with 300,000). The patch is now a 413
+// and the object is unchanged; 10,000 appends ("-") still apply.
+func TestHugeInput_JSONPatchArrayOps(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	body := mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "shifted", "finalizers": finalizers(100000, false)}})
+	if res := sendHuge(t, d, http.MethodPost, hugeCMs, "application/json", body); res.Status != http.StatusCreated {
+		t.Fatalf("create: got %d, want 201: %.300s", res.Status, res.Body)
+	}
+	before := rawGetNoFatal(d, hugeCMs+"/shifted")
+	ops := func(path string) []byte {
+		ops := make([]map[string]any, 10000)
+		for i := range ops {
+			ops[i] = map[string]any{"op": "add", "path": path, "value": fmt.Sprintf("b/%d", i)}
+		}
+		return mustJSON(t, ops)
+	}
+	st := decodeStatus(t, sendHuge(t, d, http.MethodPatch, hugeCMs+"/shifted", "application/json-patch+json", ops("/metadata/finalizers/0")),
+		http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge)
+	if want := "Request entity too large: The allowed maximum array elements a JSON patch may shift is 50000000, got 1000000000 in 10000 operations"; st.Message != want {
+		t.Errorf("got message %q, want %q", st.Message, want)
+	}
+	if after := rawGetNoFatal(d, hugeCMs+"/shifted"); after.Status != http.StatusOK || !bytes.Equal(after.Body, before.Body) {
+		t.Errorf("stored object changed by a refused patch: got %d, %d bytes, want %d bytes", after.Status, len(after.Body), len(before.Body))
+	}
+	if res := sendHuge(t, d, http.MethodPatch, hugeCMs+"/shifted", "application/json-patch+json", ops("/metadata/finalizers/-")); res.Status != http.StatusOK {
+		t.Errorf("10,000 appends: got %d, want 200: %.300s", res.Status, res.Body)
+	}
+	checkPeakRSS(t, d)
+}

@@ -101,6 +101,9 @@ func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object
 		if len(ops) > maxJSONPatchOperations {
 			return nil, nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(ops)))
 		}
+		if err := checkJSONPatchCost(ops, curJS, patch); err != nil {
+			return nil, nil, err
+		}
 		if patchedJS, err = ops.Apply(curJS); err != nil {
 			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
