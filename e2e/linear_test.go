@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -416,6 +417,57 @@ func TestHugeInput_JSONPatchArrayOps(t *testing.T) {
 	}
 	if res := sendHuge(t, d, http.MethodPatch, hugeCMs+"/shifted", "application/json-patch+json", ops("/metadata/finalizers/-")); res.Status != http.StatusOK {
 		t.Errorf("10,000 appends: got %d, want 200: %.300s", res.Status, res.Body)
+	}
+	checkPeakRSS(t, d)
+}
+
+// TestHugeInput_ManyDeletedOwners gives a ConfigMap references to 4,000
+// deleted owners and one live one: the garbage collector drops the 4,000
+// references. It searched the change log once per reference, so 3,000
+// took it 40 s; the deadline is a hang guard.
+func TestHugeInput_ManyDeletedOwners(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	cs := d.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*hugeInputDeadline)
+	defer cancel()
+	cms := cs.CoreV1().ConfigMaps("default")
+	const n = 4000
+	live, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "live-owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: live.Name, UID: live.UID}}
+	for i := 0; i < n; i++ {
+		o, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("gone-", i)}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, metav1.OwnerReference{APIVersion: "v1", Kind: "ConfigMap", Name: o.Name, UID: o.UID})
+	}
+	for i := 0; i < n; i++ {
+		if err := cms.Delete(ctx, fmt.Sprint("gone-", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "dependent", OwnerReferences: refs}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait, stop := context.WithTimeout(ctx, hugeInputDeadline)
+	defer stop()
+	for {
+		dep, err := cms.Get(wait, "dependent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get dependent: %v", err)
+		}
+		if got := dep.OwnerReferences; len(got) == 1 && got[0].UID == live.UID {
+			break
+		}
+		select {
+		case <-wait.Done():
+			t.Fatalf("after %v the dependent still has %d owner references, want the live owner's only", hugeInputDeadline, len(dep.OwnerReferences))
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	checkPeakRSS(t, d)
 }
