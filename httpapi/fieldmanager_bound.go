@@ -57,6 +57,9 @@ func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 			if !f.IsExported() {
 				continue
 			}
+			if !mayNest(f.Type) {
+				continue
+			}
 			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 			if name == "-" {
 				continue
@@ -72,6 +75,9 @@ func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 		if v.Len() > max {
 			return nil, v.Len(), true
 		}
+		if !mayNest(v.Type().Elem()) {
+			return nil, 0, false
+		}
 		iter := v.MapRange()
 		for iter.Next() {
 			if p, n, ok := oversized(iter.Value(), max); ok {
@@ -85,6 +91,9 @@ func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 		if v.Len() > max {
 			return nil, v.Len(), true
 		}
+		if !mayNest(v.Type().Elem()) {
+			return nil, 0, false
+		}
 		for i := 0; i < v.Len(); i++ {
 			if p, n, ok := oversized(v.Index(i), max); ok {
 				return append([]string{"[" + strconv.Itoa(i) + "]"}, p...), n, true
@@ -92,4 +101,15 @@ func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 		}
 	}
 	return nil, 0, false
+}
+
+// mayNest reports whether values of type t can hold a list or a map.
+func mayNest(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Struct, reflect.Map:
+		return true
+	case reflect.Slice, reflect.Array:
+		return t.Elem().Kind() != reflect.Uint8
+	}
+	return false
 }
