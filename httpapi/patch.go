@@ -126,12 +126,14 @@ func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object
 	case types.StrategicMergePatchType:
 		return s.strategicPatch(kind, patch, cur, validation)
 	}
-	return s.decodePatched(kind, patchedJS, strictErrs, validation, string(patchedJS))
+	return s.decodePatched(kind, patchedJS, strictErrs, validation, func() string { return string(patchedJS) })
 }
 
 // decodePatched decodes a patched document into a new object of the
-// current one's kind, applying fieldValidation.
-func (s *Server) decodePatched(gvk schema.GroupVersionKind, patchedJS []byte, strictErrs []error, validation, quoted string) (runtime.Object, []string, error) {
+// current one's kind, applying fieldValidation. quoted gives the patch's
+// value for an Invalid answer; it is called only for one, as it copies or
+// formats up to the whole document.
+func (s *Server) decodePatched(gvk schema.GroupVersionKind, patchedJS []byte, strictErrs []error, validation string, quoted func() string) (runtime.Object, []string, error) {
 	into, err := newObject(gvk)
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
@@ -148,24 +150,24 @@ func (s *Server) decodePatched(gvk schema.GroupVersionKind, patchedJS []byte, st
 	if err != nil {
 		strictErr, isStrict := runtime.AsStrictDecodingError(err)
 		if !isStrict {
-			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted, err.Error())})
+			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted(), err.Error())})
 		}
 		strictErrs = append(strictErrs, strictErr.Errors()...)
 	}
 	if got := obj.GetObjectKind().GroupVersionKind(); got != gvk {
-		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted,
+		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted(),
 			fmt.Sprintf("%s in version %q cannot be handled as a %s", got.Kind, got.Version, gvk.Kind))})
 	}
 	return finishPatched(obj, strictErrs, validation, quoted)
 }
 
-func finishPatched(obj runtime.Object, strictErrs []error, validation, quoted string) (runtime.Object, []string, error) {
+func finishPatched(obj runtime.Object, strictErrs []error, validation string, quoted func() string) (runtime.Object, []string, error) {
 	if len(strictErrs) == 0 || validation == validationIgnore {
 		return obj, nil, nil
 	}
 	if validation == validationStrict {
 		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
-			field.Invalid(field.NewPath("patch"), quoted, runtime.NewStrictDecodingError(strictErrs).Error())})
+			field.Invalid(field.NewPath("patch"), quoted(), runtime.NewStrictDecodingError(strictErrs).Error())})
 	}
 	warnings := make([]string, 0, len(strictErrs))
 	for _, e := range strictErrs {
@@ -202,12 +204,12 @@ func (s *Server) strategicPatch(gvk schema.GroupVersionKind, patch []byte, cur r
 		return nil, nil, strategicPatchError(err)
 	}
 	into, _ := newObject(gvk)
-	quoted := fmt.Sprintf("%+v", patchMap)
+	quoted := func() string { return fmt.Sprintf("%+v", patchMap) }
 	returnUnknown := validation == validationStrict || validation == validationWarn || validation == ""
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(patched, into, returnUnknown); err != nil {
 		strictErr, isStrict := runtime.AsStrictDecodingError(err)
 		if !isStrict {
-			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted, err.Error())})
+			return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted(), err.Error())})
 		}
 		strictErrs = append(strictErrs, strictErr.Errors()...)
 	}
