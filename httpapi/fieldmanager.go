@@ -37,7 +37,7 @@ func newFieldManagers() *fieldManagers {
 }
 
 func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
-	f.tcOnce.Do(func() { f.tc = applyschema.NewTypeConverter(registry.Scheme) })
+	f.tcOnce.Do(func() { f.tc = boundedTypeConverter{applyschema.NewTypeConverter(registry.Scheme)} })
 	return f.tc
 }
 

@@ -147,14 +147,27 @@ func (gc *garbageCollector) pruneDeleted() {
 	}
 }
 
-// deletedInLog reports whether the change log records the deletion of the
-// object with uid (an owner deleted before its dependent was seen, e.g.
-// across a restart). It searches only the part of the log it has not
-// searched for uid before.
-func (gc *garbageCollector) deletedInLog(ctx context.Context, uid types.UID) bool {
+// deletedInLog returns those of uids whose deletion the change log
+// records (owners deleted before their dependent was seen, e.g. across a
+// restart). It reads the log once for all of them, from the earliest
+// point not yet searched for one of them: a dependent may hold tens of
+// thousands of references, and one pass per reference made that
+// quadratic.
+func (gc *garbageCollector) deletedInLog(ctx context.Context, uids []types.UID) map[types.UID]bool {
+	if len(uids) == 0 {
+		return nil
+	}
+	want := make(map[types.UID]bool, len(uids))
 	gc.mu.Lock()
-	after := gc.scanned[uid]
+	after := gc.scanned[uids[0]]
+	for _, uid := range uids {
+		want[uid] = true
+		if r := gc.scanned[uid]; r < after {
+			after = r
+		}
+	}
 	gc.mu.Unlock()
+	found := map[types.UID]bool{}
 	for {
 		if c := gc.s.cfg.Store.CompactedRev(); after < c {
 			after = c
@@ -167,20 +180,23 @@ func (gc *garbageCollector) deletedInLog(ctx context.Context, uid types.UID) boo
 			break
 		}
 		for i := range events {
-			if events[i].Type == store.Deleted && types.UID(events[i].Object.UID) == uid {
-				gc.mu.Lock()
-				gc.deleted[uid] = true
-				delete(gc.scanned, uid)
-				gc.mu.Unlock()
-				return true
+			if uid := types.UID(events[i].Object.UID); events[i].Type == store.Deleted && want[uid] {
+				found[uid] = true
 			}
 		}
 		after = events[len(events)-1].Rev()
 	}
 	gc.mu.Lock()
-	gc.scanned[uid] = after
+	for uid := range want {
+		if found[uid] {
+			gc.deleted[uid] = true
+			delete(gc.scanned, uid)
+		} else {
+			gc.scanned[uid] = after
+		}
+	}
 	gc.mu.Unlock()
-	return false
+	return found
 }
 
 func (gc *garbageCollector) hasDependents(uid types.UID) bool {
@@ -416,12 +432,14 @@ func (gc *garbageCollector) recheckRemovedOwners(ctx context.Context, kinds map[
 	if err != nil {
 		return
 	}
+	// A set, not a nested loop: an object may have tens of thousands of
+	// references.
+	kept := make(map[types.UID]bool, len(cur.Metadata.OwnerReferences))
+	for _, r := range cur.Metadata.OwnerReferences {
+		kept[r.UID] = true
+	}
 	for _, ref := range prev.Metadata.OwnerReferences {
-		kept := false
-		for _, r := range cur.Metadata.OwnerReferences {
-			kept = kept || r.UID == ref.UID
-		}
-		if !kept {
+		if !kept[ref.UID] {
 			gc.processOwnerRef(ctx, kinds, ev.Object.Key.Namespace, ref)
 		}
 	}
@@ -519,19 +537,32 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 	if err != nil || len(m.Metadata.OwnerReferences) == 0 {
 		return
 	}
-	var dangling, waiting []types.UID
-	solid := 0
+	type ownerStatus struct {
+		uid                         types.UID
+		resolvable, exists, waiting bool
+	}
+	owners := make([]ownerStatus, 0, len(m.Metadata.OwnerReferences))
+	var unseen []types.UID // absent owners not known to be deleted
 	for _, ref := range m.Metadata.OwnerReferences {
 		resolvable, exists, fg := gc.ownerState(ctx, key.Namespace, ref)
+		owners = append(owners, ownerStatus{ref.UID, resolvable, exists, fg})
+		if resolvable && !exists && !gc.wasDeleted(ref.UID) {
+			unseen = append(unseen, ref.UID)
+		}
+	}
+	inLog := gc.deletedInLog(ctx, unseen)
+	var dangling, waiting []types.UID
+	solid := 0
+	for _, o := range owners {
 		switch {
-		case !resolvable:
+		case !o.resolvable:
 			solid++
-		case exists && fg:
-			waiting = append(waiting, ref.UID)
-		case exists:
+		case o.exists && o.waiting:
+			waiting = append(waiting, o.uid)
+		case o.exists:
 			solid++
-		case gc.wasDeleted(ref.UID) || gc.deletedInLog(ctx, ref.UID):
-			dangling = append(dangling, ref.UID)
+		case gc.wasDeleted(o.uid) || inLog[o.uid]:
+			dangling = append(dangling, o.uid)
 		default:
 			// Never seen deleted (e.g. it never existed): left alone.
 			solid++
@@ -618,13 +649,13 @@ func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, k *registry.Kin
 			return nil, err
 		}
 		m := accessor(obj)
+		drop := make(map[types.UID]bool, len(uids))
+		for _, u := range uids {
+			drop[u] = true
+		}
 		var keep []metav1.OwnerReference
 		for _, ref := range m.GetOwnerReferences() {
-			drop := false
-			for _, u := range uids {
-				drop = drop || ref.UID == u
-			}
-			if !drop {
+			if !drop[ref.UID] {
 				keep = append(keep, ref)
 			}
 		}

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/edgeapi/edgeapi/registry"
@@ -264,9 +263,7 @@ func (s *Server) writeUpdateResult(r *request, res updateResult, dryRun bool) er
 
 // addWarnings adds one Warning header per message, as kube-apiserver does.
 func addWarnings(c echo.Context, warnings []string) {
-	for _, w := range warnings {
-		if h, err := utilnet.NewWarningHeader(299, "-", w); err == nil {
-			c.Response().Header().Add("Warning", h)
-		}
+	for _, h := range warningHeaders(warnings) {
+		c.Response().Header().Add("Warning", h)
 	}
 }

@@ -94,7 +94,7 @@ func (leaseStrategy) PrepareForUpdate(obj, old runtime.Object) {
 // object-meta validation, without the core group's finalizer-name rule.
 func (leaseStrategy) Validate(obj runtime.Object) field.ErrorList {
 	l := obj.(*coordinationv1.Lease)
-	errs := apimachineryvalidation.ValidateObjectMeta(&l.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain, metadataPath)
+	errs := validateObjectMeta(&l.ObjectMeta, true, apimachineryvalidation.NameIsDNSSubdomain)
 	errs = append(errs, validateLeaseSpec(&l.Spec, field.NewPath("spec"))...)
 	return withGenericCreate(errs, obj, true)
 }
@@ -102,7 +102,7 @@ func (leaseStrategy) Validate(obj runtime.Object) field.ErrorList {
 // ValidateUpdate is kube-apiserver's ValidateLeaseUpdate.
 func (leaseStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	l, oldL := obj.(*coordinationv1.Lease), old.(*coordinationv1.Lease)
-	errs := apimachineryvalidation.ValidateObjectMetaUpdate(&l.ObjectMeta, &oldL.ObjectMeta, metadataPath)
+	errs := validateObjectMetaUpdate(&l.ObjectMeta, &oldL.ObjectMeta)
 	errs = append(errs, validateLeaseSpec(&l.Spec, field.NewPath("spec"))...)
 	return errs
 }
