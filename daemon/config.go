@@ -52,6 +52,9 @@ const (
 	// DefaultRequestTimeout bounds how long a client may take to send a
 	// request body, like kube-apiserver's --request-timeout (1m).
 	DefaultRequestTimeout = time.Minute
+	// DefaultDiskReserve is the space set aside beside the database, given
+	// up when the file system fills so that deletes can still free space.
+	DefaultDiskReserve = 16 << 20
 	// DefaultShutdownTimeout bounds the graceful part of shutdown (in-flight
 	// requests); after it, connections are closed. The systemd unit's
 	// TimeoutStopSec must be longer.
@@ -84,6 +87,9 @@ type serveConfig struct {
 	// loopback. The API is plain HTTP without authentication, so anyone
 	// who can reach such an address can read and change every object.
 	InsecureAllowPublicListen bool `json:"insecure-allow-public-listen"`
+	// DiskReserve is the size of the space reserve beside the database
+	// (0 keeps none).
+	DiskReserve byteSize `json:"disk-reserve"`
 }
 
 func defaultServeConfig() serveConfig {
@@ -96,6 +102,7 @@ func defaultServeConfig() serveConfig {
 		CompactionInterval: duration(DefaultCompactionInterval),
 		MaxRequestBody:     byteSize(DefaultMaxRequestBody),
 		RequestTimeout:     duration(DefaultRequestTimeout),
+		DiskReserve:        byteSize(DefaultDiskReserve),
 	}
 }
 
@@ -117,6 +124,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.CompactionInterval, "compaction-interval", "compact the change log at this `interval` (e.g. 5m)")
 	fs.Var(&cfg.MaxRequestBody, "max-request-body", "reject request bodies larger than this `size` in bytes (e.g. 3145728 or 3Mi)")
 	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
+	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API is plain HTTP with no authentication")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.Usage = func() {
@@ -195,6 +203,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MaxRequestBody <= 0 {
 		return fmt.Errorf("invalid max-request-body %v: must be positive", c.MaxRequestBody)
+	}
+	if c.DiskReserve < 0 {
+		return fmt.Errorf("invalid disk-reserve %v: must not be negative", c.DiskReserve)
 	}
 	if c.RequestTimeout <= 0 {
 		return fmt.Errorf("invalid request-timeout %v: must be positive", c.RequestTimeout)

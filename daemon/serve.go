@@ -92,8 +92,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	// Open reads only the schema version and the revision counters, so
 	// start-up time doesn't grow with the number of objects.
 	d.db, err = store.Open(ctx, store.Config{
-		Path:   filepath.Join(dataDir, dbFileName),
-		Logger: log.Named("store"),
+		Path:         filepath.Join(dataDir, dbFileName),
+		Logger:       log.Named("store"),
+		ReserveBytes: int64(cfg.DiskReserve),
 	})
 	if err != nil {
 		return nil, err // already "open store <path>: ..."

@@ -92,6 +92,8 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewBadRequest(err.Error())
 	case errors.Is(err, store.ErrTooLarge):
 		return apierrors.NewRequestEntityTooLargeError(err.Error())
+	case errors.Is(err, store.ErrNoSpace):
+		return errNoSpace()
 	case errors.Is(err, store.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -99,6 +101,23 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 	}
 	return apierrors.NewInternalError(err)
 }
+
+// errNoSpace is the answer for a write refused because the file system
+// holding the database is full. kube-apiserver has nothing better than 500
+// for etcd's "database space exceeded" either; the message says what
+// happened and what still works, and Retry-After lets client-go retry
+// (it waits and retries any verb on a 5xx with Retry-After).
+func errNoSpace() *apierrors.StatusError {
+	se := statusError(http.StatusInternalServerError, metav1.StatusReasonInternalError,
+		"Internal error occurred: database space exceeded: the file system holding the data directory is full; "+
+			"creates and updates are refused until space is freed, deletes are accepted", true)
+	se.ErrStatus.Details.RetryAfterSeconds = noSpaceRetryAfter
+	return se
+}
+
+// noSpaceRetryAfter is the Retry-After, in seconds, of errNoSpace: about
+// how often the store checks whether space came back.
+const noSpaceRetryAfter = 1
 
 // errUIDPrecondition is kube-apiserver's 409 for an update whose body
 // names another uid than the stored object's: its storage's precondition

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"go.uber.org/zap"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Defaults for Config fields left zero.
@@ -47,6 +48,11 @@ type Config struct {
 	// objects that serves Get (default DefaultObjectCacheBytes; negative
 	// turns it off).
 	ObjectCacheBytes int
+	// ReserveBytes is the size of the space reserve kept beside the
+	// database (Path+"-reserve"): removed when the file system fills up,
+	// so that deletes and compaction can still commit (see space.go).
+	// Zero or negative keeps no reserve.
+	ReserveBytes int64
 
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
@@ -121,6 +127,11 @@ type DB struct {
 	dbFile *os.File
 	// cache serves Get; nil when Config.ObjectCacheBytes is negative.
 	cache *objectCache
+	// noSpace is the no-space state (see space.go): set by the writer when
+	// a commit finds the file system full, cleared by the space monitor,
+	// which spaceWake (capacity 1) wakes.
+	noSpace   atomic.Bool
+	spaceWake chan struct{}
 
 	// rev is the last committed revision; only the writer stores it, after
 	// COMMIT. compactedRev is the scheduled compaction revision.
@@ -149,6 +160,7 @@ type DB struct {
 	bgCancel   context.CancelFunc
 	wg         sync.WaitGroup // the writer goroutine
 	bg         sync.WaitGroup // background compaction
+	spaceDone  sync.WaitGroup // the space monitor
 	ckptDone   sync.WaitGroup // the checkpointer
 	closeOnce  sync.Once
 	closeErr   error
@@ -169,6 +181,7 @@ type stats struct {
 	checkpoints       atomic.Int64
 	walResets         atomic.Int64
 	walResetsDeferred atomic.Int64
+	noSpaceEntered    atomic.Int64
 }
 
 // Stats is a snapshot of the store's counters.
@@ -195,6 +208,12 @@ type Stats struct {
 	Checkpoints       int64
 	WALResets         int64
 	WALResetsDeferred int64
+	// NoSpace reports the no-space state: the file system holding the
+	// database filled up, and creates and updates fail with ErrNoSpace
+	// until space is freed. NoSpaceEntered counts the times the store
+	// entered it since Open.
+	NoSpace        bool
+	NoSpaceEntered int64
 }
 
 var _ Store = (*DB)(nil)
@@ -214,14 +233,20 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		jobs:       make(chan writerJob),
 		ckptWake:   make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
+		spaceWake:  make(chan struct{}, 1),
 	}
 	if cfg.ObjectCacheBytes > 0 {
 		db.cache = newObjectCache(cfg.ObjectCacheBytes)
+	}
+	afterOpen, err := db.prepareReserve()
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
 	if err := db.open(ctx); err != nil {
 		_ = db.closeConns(false)
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
+	afterOpen()
 
 	bgCtx, cancel := context.WithCancel(context.Background())
 	db.bgCancel = cancel
@@ -235,6 +260,12 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	go func() {
 		defer db.ckptDone.Done()
 		db.runCheckpointer(bgCtx)
+	}()
+
+	db.spaceDone.Add(1)
+	go func() {
+		defer db.spaceDone.Done()
+		db.runSpaceMonitor(bgCtx)
 	}()
 
 	db.resumeCompaction(bgCtx, db.finishedCompactRev)
@@ -423,6 +454,8 @@ func (db *DB) Stats() Stats {
 		Checkpoints:       db.stats.checkpoints.Load(),
 		WALResets:         db.stats.walResets.Load(),
 		WALResetsDeferred: db.stats.walResetsDeferred.Load(),
+		NoSpace:           db.noSpace.Load(),
+		NoSpaceEntered:    db.stats.noSpaceEntered.Load(),
 	}
 	if fi, err := os.Stat(db.cfg.Path); err == nil {
 		s.DBBytes = fi.Size()
@@ -441,6 +474,7 @@ func (db *DB) Stats() Stats {
 func (db *DB) Close() error {
 	db.closeOnce.Do(func() {
 		db.bgCancel()
+		db.spaceDone.Wait()
 		db.bg.Wait()
 		db.ckptDone.Wait()
 		db.closeMu.Lock()
@@ -486,6 +520,10 @@ func (db *DB) closeConns(checkpoint bool) error {
 		err := db.writeConn.QueryRowContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)").
 			Scan(&busy, &logPages, &ckptPages)
 		switch {
+		case err != nil && sqliteCode(err) == sqlite3.SQLITE_FULL:
+			// Every commit is in the WAL, which the next Open reads;
+			// the file system is just too full to copy it over now.
+			db.log.Warn("file system full: leaving the WAL for the next start to checkpoint", zap.Error(err))
 		case err != nil:
 			keep(fmt.Errorf("checkpoint wal: %w", err))
 		case busy != 0:

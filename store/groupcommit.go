@@ -30,7 +30,9 @@ import (
 // so the writer rolls the transaction back, fails that write alone with the
 // error and applies the rest again, up to maxCommitAttempts times; after
 // that, or when BEGIN or COMMIT fails, every write in the batch fails with
-// the error and the revision stays where it was.
+// the error and the revision stays where it was. A batch that fails because
+// the file system is full puts the store in the no-space state and is
+// tried again, its deletes on the freed reserve (see space.go).
 
 // maxCommitAttempts bounds how often one batch is retried without a write
 // that failed unexpectedly.
@@ -217,6 +219,13 @@ func (db *DB) commit(batch []*writeReq) {
 		if err == nil {
 			break
 		}
+		if errors.Is(err, ErrNoSpace) && !db.noSpace.Load() && attempt < maxCommitAttempts {
+			// The file system is full: free the reserve and try again, now
+			// with the creates and updates failing their check, so that
+			// the batch's deletes commit.
+			db.enterNoSpace(err)
+			continue
+		}
 		if bad != nil && attempt < maxCommitAttempts {
 			db.log.Warn("write failed; retrying its batch without it",
 				zap.String("resource", bad.key.Resource), zap.String("namespace", bad.key.Namespace),
@@ -329,6 +338,9 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 	k := &r.key
 	switch r.op {
 	case opCreate:
+		if db.noSpace.Load() {
+			return ev, ErrNoSpace, nil
+		}
 		value := stampAt(r.value, r.loc, rev)
 		res, err := db.stmts.insertObject.ExecContext(ctx, k.Resource, k.Namespace, k.Name, r.uid, rev, rev, value)
 		if err != nil {
@@ -361,6 +373,9 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		}
 
 		if r.op == opUpdate {
+			if db.noSpace.Load() {
+				return ev, ErrNoSpace, nil
+			}
 			value := stampAt(r.value, r.loc, rev)
 			if _, err := db.stmts.updateObject.ExecContext(ctx, rev, value, k.Resource, k.Namespace, k.Name); err != nil {
 				return ev, nil, translate("update object", err)

@@ -145,7 +145,7 @@ func sqliteCode(err error) int {
 
 // translate wraps a driver error with what the store was doing, mapping the
 // result codes callers can act on: a constraint violation on insert is
-// ErrExists; a use of the closed database is ErrClosed. SQLITE_BUSY keeps
+// ErrExists; a full file system is ErrNoSpace; a use of the closed database is ErrClosed. SQLITE_BUSY keeps
 // the driver's error but says so, since it means another process holds the
 // database.
 func translate(op string, err error) error {
@@ -160,6 +160,8 @@ func translate(op string, err error) error {
 		return fmt.Errorf("%s: database locked by another connection: %w", op, err)
 	case sqlite3.SQLITE_CONSTRAINT:
 		return fmt.Errorf("%s: %w (%v)", op, ErrExists, err)
+	case sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%s: %w (%v)", op, ErrNoSpace, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }

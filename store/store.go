@@ -44,6 +44,10 @@ var (
 	// "metadata" object, so the store cannot stamp its resourceVersion; or
 	// a key has an empty resource or name, or a NUL byte.
 	ErrInvalidObject = errors.New("store: invalid object")
+	// ErrNoSpace: the file system holding the database is full. A create
+	// or update that gets it wrote nothing; deletes still commit, and the
+	// store accepts every write again once space is freed.
+	ErrNoSpace = errors.New("store: no space left on the file system holding the database")
 )
 
 // Key names one object. Resource is the storage resource name, qualified by

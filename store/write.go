@@ -12,8 +12,9 @@ import (
 
 // Create stores value at key, stamped with a new revision that is both its
 // CreateRev and its ModRev. ErrExists when an object is already at key;
-// ErrTooLarge, ErrInvalidObject for a value the store cannot take; ErrClosed
-// after Close. If ctx ends while the write is still queued it is withdrawn
+// ErrTooLarge, ErrInvalidObject for a value the store cannot take;
+// ErrNoSpace while the file system is full (see space.go); ErrClosed after
+// Close. If ctx ends while the write is still queued it is withdrawn
 // and ctx's error returned; once the writer has taken it, Create returns
 // the commit's outcome.
 func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Object, error) {
@@ -24,6 +25,9 @@ func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Ob
 	if err != nil {
 		return Object{}, err
 	}
+	if db.noSpace.Load() {
+		return Object{}, ErrNoSpace
+	}
 	r := getReq()
 	r.op, r.key, r.uid, r.value, r.loc = opCreate, key, uid, value, loc
 	return db.submit(ctx, r)
@@ -32,11 +36,14 @@ func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Ob
 // Update replaces the object at key with value, stamped with a new
 // revision, if pre holds. CreateRev and UID are kept. ErrNotFound,
 // ErrConflict (pre did not hold; nothing written), ErrTooLarge,
-// ErrInvalidObject, ErrClosed; ctx as for Create.
+// ErrInvalidObject, ErrNoSpace, ErrClosed; ctx as for Create.
 func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []byte) (Object, error) {
 	loc, err := db.checkValue(value)
 	if err != nil {
 		return Object{}, err
+	}
+	if db.noSpace.Load() {
+		return Object{}, ErrNoSpace
 	}
 	r := getReq()
 	r.op, r.key, r.pre, r.value, r.loc = opUpdate, key, pre, value, loc
@@ -45,7 +52,9 @@ func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []by
 
 // Delete removes the object at key if pre holds and returns its last state
 // stamped with the delete revision (ModRev is the delete revision).
-// ErrNotFound, ErrConflict, ErrClosed; ctx as for Create.
+// ErrNotFound, ErrConflict, ErrClosed; ctx as for Create. Deletes commit
+// while the file system is full, on the space reserve (see space.go); a
+// delete gets ErrNoSpace only when that is used up too.
 func (db *DB) Delete(ctx context.Context, key Key, pre Preconditions) (Object, error) {
 	r := getReq()
 	r.op, r.key, r.pre = opDelete, key, pre
