@@ -51,6 +51,12 @@ func errNotAcceptableStream() *apierrors.StatusError {
 	return statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "only the following media types are accepted: "+supportedMediaTypesList, false)
 }
 
+// errNotAcceptableTransform is kube-apiserver's 406 for a conversion that
+// does not fit the answer (newNotAcceptableError: no details).
+func errNotAcceptableTransform(message string) *apierrors.StatusError {
+	return statusError(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, message, false)
+}
+
 func errUnsupportedMediaType() *apierrors.StatusError {
 	return statusError(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
 		"the body of the request was in an unknown format - accepted media types include: "+supportedMediaTypesList, false)

@@ -331,7 +331,10 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 			return s.writeError(c, err)
 		}
 		return s.writeTyped(c, http.StatusOK, r.rep, t)
-	case asPartialObjectMetadata, asPartialObjectMetadataList:
+	case asPartialObjectMetadata:
+		return s.writeError(c, errNotAcceptableTransform(
+			"you requested PartialObjectMetadata, but the requested object is a list ("+k.InternalTypeName(true)+")"))
+	case asPartialObjectMetadataList:
 		list := &metav1.PartialObjectMetadataList{
 			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + orV1(r.rep.metaVersion)},
 			ListMeta: *lm,
@@ -342,7 +345,8 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 			if err != nil {
 				return s.writeError(c, err)
 			}
-			pom.TypeMeta = metav1.TypeMeta{}
+			// Items keep their kind and apiVersion, as kube-apiserver's
+			// do (asPartialObjectMetadataList sets them on each).
 			list.Items = append(list.Items, *pom)
 		}
 		return s.writeTyped(c, http.StatusOK, r.rep, list)

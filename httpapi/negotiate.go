@@ -141,6 +141,11 @@ func matchClause(c acceptClause) (representation, bool) {
 	r.metaVersion = v
 	switch as {
 	case "Table":
+		// kube-apiserver converts to Table only in JSON and YAML
+		// (RequestScope.AllowsMediaTypeTransform).
+		if r.enc == encProtobuf {
+			return r, false
+		}
 		r.as = asTable
 	case "PartialObjectMetadata":
 		r.as = asPartialObjectMetadata

@@ -105,6 +105,9 @@ func (s *Server) writeStored(c echo.Context, code int, rep representation, k *re
 			return s.writeError(c, err)
 		}
 		return s.writeTyped(c, code, rep, pom)
+	case asPartialObjectMetadataList:
+		return s.writeError(c, errNotAcceptableTransform(
+			"you requested PartialObjectMetadataList, but the requested object is not a list ("+k.InternalTypeName(false)+")"))
 	}
 	if rep.enc == encProtobuf {
 		obj, err := decodeStored(k, value)

@@ -18,16 +18,26 @@ const (
 	includeObject   = "Object"
 )
 
+// checkIncludeObject checks a Table request's includeObject parameter, as
+// kube-apiserver's optionsForTransform does: 400, not 422, since the
+// TableOptions are not an object the client sent.
+func checkIncludeObject(include string) error {
+	switch include {
+	case "", includeNone, includeMetadata, includeObject:
+		return nil
+	}
+	err := field.Invalid(field.NewPath("includeObject"), include, "must be 'Metadata', 'Object', 'None', or empty")
+	return apierrors.NewBadRequest("Unable to convert to Table as requested: " + err.Error())
+}
+
 // tableFor builds the server-side Table of stored objects, as kubectl get
 // asks for it. listMeta is nil for a single object.
 func (s *Server) tableFor(k *registry.Kind, rep representation, values [][]byte, listMeta *metav1.ListMeta, include string) (*metav1.Table, error) {
-	switch include {
-	case "":
+	if err := checkIncludeObject(include); err != nil {
+		return nil, err
+	}
+	if include == "" {
 		include = includeMetadata
-	case includeNone, includeMetadata, includeObject:
-	default:
-		return nil, apierrors.NewInvalid(metav1.SchemeGroupVersion.WithKind("TableOptions").GroupKind(), "",
-			field.ErrorList{field.NotSupported(field.NewPath("includeObject"), include, []string{includeMetadata, includeNone, includeObject})})
 	}
 	metaVersion := rep.metaVersion
 	if metaVersion == "" {

@@ -160,6 +160,11 @@ func (s *Server) handleWatch(r *request) error {
 	if err != nil {
 		return s.writeError(c, err)
 	}
+	if r.rep.as == asTable {
+		if err := checkIncludeObject(c.QueryParam("includeObject")); err != nil {
+			return s.writeError(c, err)
+		}
+	}
 	timeout := minWatchTimeout + time.Duration(rand.Int64N(int64(minWatchTimeout)))
 	if opts.TimeoutSeconds != nil && *opts.TimeoutSeconds > 0 {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second

@@ -23,6 +23,7 @@ func configMapKind() *Kind {
 		Resource:            "configmaps",
 		Singular:            "configmap",
 		ListKind:            "ConfigMapList",
+		InternalPackage:     "core",
 		Namespaced:          true,
 		ShortNames:          []string{"cm"},
 		Verbs:               verbsAll,

@@ -25,6 +25,7 @@ func leaseKind() *Kind {
 		Resource:            "leases",
 		Singular:            "lease",
 		ListKind:            "LeaseList",
+		InternalPackage:     "coordination",
 		Namespaced:          true,
 		Verbs:               verbsAll,
 		StorageResource:     "leases.coordination.k8s.io",

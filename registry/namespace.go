@@ -17,6 +17,7 @@ func namespaceKind() *Kind {
 		Resource:            "namespaces",
 		Singular:            "namespace",
 		ListKind:            "NamespaceList",
+		InternalPackage:     "core",
 		Namespaced:          false,
 		ShortNames:          []string{"ns"},
 		Verbs:               verbsNoDeleteCollection,

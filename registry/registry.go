@@ -27,6 +27,10 @@ type Kind struct {
 	Singular string
 	// ListKind is the kind of the collection ("ConfigMapList").
 	ListKind string
+	// InternalPackage is the Go package of kube-apiserver's internal type
+	// for the kind ("core", "coordination"), which some of its messages
+	// print as %T (see InternalTypeName).
+	InternalPackage string
 	// Namespaced reports whether objects live in a namespace.
 	Namespaced bool
 	// ShortNames and Categories are advertised in discovery.
@@ -289,4 +293,15 @@ func (r *Registry) HasGroupVersion(gv schema.GroupVersion) bool {
 		}
 	}
 	return false
+}
+
+// InternalTypeName is how kube-apiserver's messages print the type of one
+// object of the kind, or of its list ("*core.ConfigMap",
+// "*core.ConfigMapList").
+func (k *Kind) InternalTypeName(list bool) string {
+	name := k.GVK.Kind
+	if list {
+		name = k.ListKind
+	}
+	return "*" + k.InternalPackage + "." + name
 }

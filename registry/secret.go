@@ -21,6 +21,7 @@ func secretKind() *Kind {
 		Resource:        "secrets",
 		Singular:        "secret",
 		ListKind:        "SecretList",
+		InternalPackage: "core",
 		Namespaced:      true,
 		Verbs:           verbsAll,
 		StorageResource: "secrets",
