@@ -47,6 +47,11 @@ type Config struct {
 	// objects that serves Get (default DefaultObjectCacheBytes; negative
 	// turns it off).
 	ObjectCacheBytes int
+	// UnsafeNoSync runs SQLite with synchronous=OFF: nothing is fsynced
+	// but the checkpointer's own sync of the database file. For testing
+	// only (the power-cut suite shows the harness sees the loss):
+	// acknowledged writes are lost on power loss.
+	UnsafeNoSync bool
 
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
@@ -246,7 +251,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err := secureDBFiles(db.cfg.Path, db.log); err != nil {
 		return err
 	}
-	wdsn, err := writerDSN(db.cfg.Path)
+	wdsn, err := writerDSN(db.cfg.Path, db.cfg.UnsafeNoSync)
 	if err != nil {
 		return err
 	}
@@ -262,7 +267,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect writer: %w", err)
 	}
-	if err := checkPragmas(ctx, db.writeConn); err != nil {
+	if err := checkPragmas(ctx, db.writeConn, db.cfg.UnsafeNoSync); err != nil {
 		return err
 	}
 	var autoVacuum int
@@ -306,7 +311,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open database file: %w", err)
 	}
-	cdsn, err := checkpointerDSN(db.cfg.Path)
+	cdsn, err := checkpointerDSN(db.cfg.Path, db.cfg.UnsafeNoSync)
 	if err != nil {
 		return err
 	}
@@ -322,7 +327,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect checkpointer: %w", err)
 	}
-	if err := checkPragmas(ctx, db.ckptConn); err != nil {
+	if err := checkPragmas(ctx, db.ckptConn, db.cfg.UnsafeNoSync); err != nil {
 		return fmt.Errorf("checkpointer: %w", err)
 	}
 
