@@ -72,11 +72,15 @@ func Mount(dir string) (*FS, error) {
 	return &FS{Dir: dir, server: server, root: root}, nil
 }
 
-// Unmount unmounts the file system and waits for its server to stop. It
-// fails while a process still has a file open on it.
+// Unmount unmounts the file system and waits for its server to stop. If a
+// process still has a file open on it, it detaches the mount instead (the
+// kernel ends it when the last file closes) and returns the error.
 func (f *FS) Unmount() error {
 	if err := f.server.Unmount(); err != nil {
-		return fmt.Errorf("unmount lossyfs %s: %w", f.Dir, err)
+		if derr := syscall.Unmount(f.Dir, syscall.MNT_DETACH); derr != nil {
+			return fmt.Errorf("unmount lossyfs %s: %w (and detach: %v)", f.Dir, err, derr)
+		}
+		return fmt.Errorf("unmount lossyfs %s: %w (detached instead)", f.Dir, err)
 	}
 	return nil
 }
@@ -89,7 +93,8 @@ type CutStats struct {
 	// from their synced contents.
 	RolledBack int
 	// BytesLost is the size of the removed files plus, for each rolled-back
-	// file, the size of its contents before the cut.
+	// file, the bytes that differ from its synced contents (a change of
+	// length counts each byte added or cut off).
 	BytesLost int64
 }
 
@@ -116,9 +121,9 @@ func cutDir(dir *fs.Inode, st *CutStats) {
 			n.mu.Lock()
 			durable, size := n.durable, int64(len(n.data))
 			if durable {
-				if string(n.data) != string(n.synced) {
+				if d := diffBytes(n.data, n.synced); d > 0 {
 					st.RolledBack++
-					st.BytesLost += size
+					st.BytesLost += d
 				}
 				n.data = append([]byte(nil), n.synced...)
 			}
@@ -134,6 +139,18 @@ func cutDir(dir *fs.Inode, st *CutStats) {
 			_ = ch.NotifyContent(0, 0)
 		}
 	}
+}
+
+// diffBytes counts the bytes at which a and b differ, a byte that only
+// one of them has included.
+func diffBytes(a, b []byte) int64 {
+	n := int64(max(len(a), len(b)) - min(len(a), len(b)))
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			n++
+		}
+	}
+	return n
 }
 
 func syncDir(dir *fs.Inode) {

@@ -86,8 +86,10 @@ func TestFS_Cut_RollsBackToSyncedContents(t *testing.T) {
 	if got := readFile(t, other); string(got) != "keep all of me" {
 		t.Errorf("after the cut: b = %q, want %q", got, "keep all of me")
 	}
-	if st.RolledBack != 2 || st.Removed != 0 {
-		t.Errorf("Cut() = %+v, want 2 rolled back, 0 removed", st)
+	// a: "synced" became "SYNCED and more" (6 bytes changed, 9 added);
+	// b: 10 bytes cut off.
+	if want := (CutStats{RolledBack: 2, BytesLost: 6 + 9 + 10}); st != want {
+		t.Errorf("Cut() = %+v, want %+v", st, want)
 	}
 }
 
