@@ -58,6 +58,9 @@ func TestPowerCut(t *testing.T) {
 // powerCutResult is what runPowerCut measured.
 type powerCutResult struct {
 	cycles, sent, acked, inFlight, lost int
+	// cutsCheckpoint and cutsReset count the cuts in cycles that ran a
+	// WAL checkpoint, and a WAL reset.
+	cutsCheckpoint, cutsReset int
 	// broken says how the daemon failed after a cut: it did not start,
 	// or could not list. Only with synchronous=OFF, where it ends the run.
 	broken string
@@ -112,10 +115,19 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 		big := !synchronousOff && cycle%2 == 1
 		compacting := !synchronousOff && cycle%3 == 2
 		startList := listCMs(t, d, ns)
+		before := crashStoreStats(t, d)
 
+		var mid crashStats
 		ops := w.writeUntilKill(t, d, cycle, big, func() {
 			time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+			mid = crashStoreStats(t, d)
 		})
+		if mid.Checkpoints > before.Checkpoints {
+			r.cutsCheckpoint++
+		}
+		if mid.WALResets > before.WALResets {
+			r.cutsReset++
+		}
 		// The daemon has exited: nothing more reaches the file system.
 		cut := fsys.Cut()
 		r.cut.Removed += cut.Removed
@@ -177,13 +189,16 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 			t.Fatalf("cycle %d failed; seed %d", cycle, seed)
 		}
 	}
-	mode := "FULL"
+	mode, broken := "FULL", ""
 	if synchronousOff {
 		mode = "OFF"
 	}
+	if r.broken != "" {
+		broken = ", and the daemon failed after the last cut"
+	}
 	t.Logf("power cut, synchronous=%s: %d cycles, %d writes sent, %d acknowledged and checked, %d in flight at a cut, %d acknowledged writes lost%s; "+
-		"the cuts removed %d files and rolled back %d (%d bytes); seed %d",
-		mode, r.cycles, r.sent, r.acked, r.inFlight, r.lost, map[bool]string{true: ", and the daemon failed after the last cut"}[r.broken != ""],
-		r.cut.Removed, r.cut.RolledBack, r.cut.BytesLost, seed)
+		"cuts in cycles with a WAL checkpoint %d, with a WAL reset %d; the cuts removed %d files and rolled back %d (%d bytes); seed %d",
+		mode, r.cycles, r.sent, r.acked, r.inFlight, r.lost, broken,
+		r.cutsCheckpoint, r.cutsReset, r.cut.Removed, r.cut.RolledBack, r.cut.BytesLost, seed)
 	return r
 }

@@ -100,7 +100,10 @@ type CutStats struct {
 
 // Cut is the power cut: every file goes back to its last synced contents
 // and every file never made durable disappears. Whoever wrote must have
-// stopped (exited) first: a write that arrives during Cut may survive.
+// exited first: a write that arrives during Cut may survive. Once a killed
+// process is reaped its requests are done (the kernel waits, unkillably,
+// for a request it has handed to the server); only the write-back of
+// pages it dirtied through a shared mapping may still come later.
 func (f *FS) Cut() CutStats {
 	var st CutStats
 	cutDir(f.root.EmbeddedInode(), &st)
@@ -251,7 +254,7 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	if flags&fs.RENAME_EXCHANGE != 0 && dest == nil {
 		return syscall.ENOENT
 	}
-	if flags&unix_RENAME_NOREPLACE != 0 && dest != nil {
+	if flags&renameNoReplace != 0 && dest != nil {
 		return syscall.EEXIST
 	}
 	if dest != nil {
@@ -262,8 +265,8 @@ func (d *dirNode) Rename(ctx context.Context, name string, newParent fs.InodeEmb
 	return fs.OK
 }
 
-// unix_RENAME_NOREPLACE is renameat2's RENAME_NOREPLACE.
-const unix_RENAME_NOREPLACE = 1
+// renameNoReplace is renameat2's RENAME_NOREPLACE.
+const renameNoReplace = 1
 
 // Fsync of a directory makes the creation of each file in it durable.
 func (d *dirNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
