@@ -14,7 +14,10 @@ import (
 // until a random moment; then the daemon is killed with SIGKILL, and once
 // it has exited the file system is cut: every file goes back to its last
 // fsynced contents, and files never made durable vanish. The daemon
-// restarts on what is left, and:
+// restarts on what is left. Odd cycles write 32 KiB values, so that WAL
+// checkpoints run before the cut; every fifth writes until the WAL has
+// been reset and cuts within 300 ms of the reset; every third restarts
+// with compaction each second. After each restart:
 //
 //   - SynchronousFull (the daemon as shipped): it starts, every
 //     acknowledged write is there (or the write in flight at the kill
@@ -84,6 +87,24 @@ func mountLossyFS(t *testing.T) *lossyfs.FS {
 	return fsys
 }
 
+// waitWALReset waits until d has reset its WAL since before. It gives up
+// after walResetWait (and the cycle then cuts without one): a hang guard,
+// not an assertion.
+func waitWALReset(t *testing.T, d *Daemon, before crashStats) {
+	t.Helper()
+	deadline := time.Now().Add(walResetWait)
+	for time.Now().Before(deadline) {
+		if crashStoreStats(t, d).WALResets > before.WALResets {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("no WAL reset within %v; cutting anyway", walResetWait)
+}
+
+// walResetWait bounds waitWALReset.
+const walResetWait = 30 * time.Second
+
 // runPowerCut runs cycles of write, kill, cut and restart on a fresh lossy
 // file system and checks the ledger after each restart. With
 // synchronousOff, discrepancies are counted and logged, not failures, and
@@ -109,17 +130,21 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 	var r powerCutResult
 	for cycle := 0; cycle < cycles; cycle++ {
 		r.cycles++
-		// With FULL, odd cycles write 32 KiB values, so that checkpoints
-		// and WAL resets run before the cut, and every third cycle
-		// compacts every second.
+		// With FULL only: see TestPowerCut.
 		big := !synchronousOff && cycle%2 == 1
 		compacting := !synchronousOff && cycle%3 == 2
+		afterReset := !synchronousOff && cycle%5 == 3
 		startList := listCMs(t, d, ns)
 		before := crashStoreStats(t, d)
 
 		var mid crashStats
 		ops := w.writeUntilKill(t, d, cycle, big, func() {
-			time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+			if afterReset {
+				waitWALReset(t, d, before)
+				time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+			} else {
+				time.Sleep(time.Duration(200+rng.IntN(800)) * time.Millisecond)
+			}
 			mid = crashStoreStats(t, d)
 		})
 		if mid.Checkpoints > before.Checkpoints {
@@ -160,8 +185,8 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 		r.acked += len(res.acked)
 		r.inFlight += res.inFlight
 		r.lost += res.lost
-		t.Logf("cycle %d: %d writes sent, %d acknowledged, %d lost; the cut removed %d files and rolled back %d (%d bytes)",
-			cycle, len(ops), len(res.acked), res.lost, cut.Removed, cut.RolledBack, cut.BytesLost)
+		t.Logf("cycle %d: %d writes sent, %d acknowledged, %d lost; before the cut %d checkpoints and %d WAL resets since the start; the cut removed %d files and rolled back %d (%d bytes)",
+			cycle, len(ops), len(res.acked), res.lost, mid.Checkpoints, mid.WALResets, cut.Removed, cut.RolledBack, cut.BytesLost)
 		if synchronousOff {
 			for i, p := range res.problems {
 				if i == 5 {
