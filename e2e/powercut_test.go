@@ -25,8 +25,8 @@ import (
 //     cut replays every acknowledged write since. No write may be lost.
 //   - SynchronousOff (the hidden --unsafe-testing-synchronous-off): the
 //     same check must find acknowledged writes lost (or a daemon that no
-//     longer starts or lists). This proves that the suite can see a loss: if it
-//     found none here, its passing with FULL would mean nothing.
+//     longer starts or lists). This proves that the suite can see a loss:
+//     if it found none here, its passing with FULL would mean nothing.
 //
 // EDGEAPI_POWERCUT_CYCLES sets the cycles of SynchronousFull (5 in CI;
 // scripts/powercut runs 100) and EDGEAPI_POWERCUT_SEED reruns a logged
