@@ -360,8 +360,12 @@ func (w *crashWorkload) check(cycle int, ops []crashOp, after cmSnapshot) crashC
 					}
 				}
 				res.lost += lost
-				res.problems = append(res.problems, fmt.Sprintf("%s is %+v, want %+v (last acknowledged) or the result of the write in flight %+v: %d acknowledged writes lost",
-					name, brief(gotKey), brief(want), inFlight[name], lost))
+				flying := ", none in flight"
+				if op, ok := inFlight[name]; ok {
+					flying = fmt.Sprintf(" or what the %s in flight wrote (v=%.24s…)", op.kind, op.value)
+				}
+				res.problems = append(res.problems, fmt.Sprintf("%s is %s, want %s (last acknowledged%s): %d acknowledged writes lost",
+					name, brief(gotKey), brief(want), flying, lost))
 			}
 			w.ledger[name] = gotKey
 			delete(objects, name)
