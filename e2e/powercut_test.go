@@ -206,7 +206,7 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 		// A watch from before the cut replays every acknowledged write.
 		events, expired := watchUntilTimeout(t, d, ns, startList.rv)
 		if expired != "" {
-			checkExpired(t, cycle, expired, startList.rv)
+			checkExpired(t, cycle, expired, startList.rv, events)
 		} else {
 			checkReplay(t, cycle, startList, listCMs(t, d, ns), events, res.acked)
 		}
