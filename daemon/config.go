@@ -90,7 +90,14 @@ type serveConfig struct {
 	// DiskReserve is the size of the space reserve beside the database
 	// (0 keeps none).
 	DiskReserve byteSize `json:"disk-reserve"`
+	// UnsafeTestingSynchronousOff runs SQLite with synchronous=OFF, which
+	// loses acknowledged writes on power loss. For the power-cut test
+	// only: a hidden flag, and no config-file key.
+	UnsafeTestingSynchronousOff bool `json:"-"`
 }
+
+// hiddenFlags are left out of --help: they exist for tests.
+var hiddenFlags = map[string]bool{"unsafe-testing-synchronous-off": true}
 
 func defaultServeConfig() serveConfig {
 	return serveConfig{
@@ -127,9 +134,10 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API is plain HTTP with no authentication")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
+	fs.BoolVar(&cfg.UnsafeTestingSynchronousOff, "unsafe-testing-synchronous-off", false, "testing only: run SQLite with synchronous=OFF, which loses acknowledged writes on power loss")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over plain HTTP.\n\nFlags:\n")
-		fs.PrintDefaults()
+		printVisibleDefaults(fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		return serveConfig{}, usageError{err}
@@ -158,6 +166,19 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 		return serveConfig{}, err
 	}
 	return cfg, nil
+}
+
+// printVisibleDefaults is fs.PrintDefaults without the hiddenFlags.
+func printVisibleDefaults(fs *flag.FlagSet) {
+	visible := flag.NewFlagSet(fs.Name(), flag.ContinueOnError)
+	visible.SetOutput(fs.Output())
+	fs.VisitAll(func(f *flag.Flag) {
+		if !hiddenFlags[f.Name] {
+			visible.Var(f.Value, f.Name, f.Usage)
+			visible.Lookup(f.Name).DefValue = f.DefValue
+		}
+	})
+	visible.PrintDefaults()
 }
 
 // loadConfigFile reads a YAML or JSON config file into cfg. Unknown keys

@@ -91,10 +91,15 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 
 	// Open reads only the schema version and the revision counters, so
 	// start-up time doesn't grow with the number of objects.
+	if cfg.UnsafeTestingSynchronousOff {
+		log.Warn("UNSAFE: --unsafe-testing-synchronous-off runs SQLite with synchronous=OFF; " +
+			"acknowledged writes WILL BE LOST on power loss; for testing only, never in production")
+	}
 	d.db, err = store.Open(ctx, store.Config{
 		Path:         filepath.Join(dataDir, dbFileName),
 		Logger:       log.Named("store"),
 		ReserveBytes: int64(cfg.DiskReserve),
+		UnsafeNoSync: cfg.UnsafeTestingSynchronousOff,
 	})
 	if err != nil {
 		return nil, err // already "open store <path>: ..."

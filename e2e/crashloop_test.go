@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -20,17 +21,32 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// crashLoopCycles is how many kill/restart cycles TestCrashLoop runs:
-// EDGEAPI_CRASHLOOP_CYCLES, or 10 (CI). scripts/crashloop runs 100.
-func crashLoopCycles(t *testing.T) int {
-	if v := os.Getenv("EDGEAPI_CRASHLOOP_CYCLES"); v != "" {
+// envCount is the positive number in the environment variable name, or
+// def when it is unset.
+func envCount(t *testing.T, name string, def int) int {
+	t.Helper()
+	if v := os.Getenv(name); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			t.Fatalf("EDGEAPI_CRASHLOOP_CYCLES=%q: want a positive number", v)
+			t.Fatalf("%s=%q: want a positive number", name, v)
 		}
 		return n
 	}
-	return 10
+	return def
+}
+
+// envSeed is the seed in the environment variable name, or else one from
+// the clock.
+func envSeed(t *testing.T, name string) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(name); v != "" {
+		var err error
+		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
+			t.Fatalf("%s=%q: %v", name, v, err)
+		}
+	}
+	return seed
 }
 
 // crashOp is one write a crash-loop writer sent.
@@ -76,29 +92,19 @@ type crashKey struct {
 // while the writes go on; every third cycle compacts every second.
 func TestCrashLoop(t *testing.T) {
 	t.Parallel()
-	cycles := crashLoopCycles(t)
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("EDGEAPI_CRASHLOOP_SEED"); v != "" {
-		var err error
-		if seed, err = strconv.ParseUint(v, 10, 64); err != nil {
-			t.Fatalf("EDGEAPI_CRASHLOOP_SEED=%q: %v", v, err)
-		}
-	}
+	// EDGEAPI_CRASHLOOP_CYCLES, or 10 (CI); scripts/crashloop runs 100.
+	cycles := envCount(t, "EDGEAPI_CRASHLOOP_CYCLES", 10)
+	seed := envSeed(t, "EDGEAPI_CRASHLOOP_SEED")
 	t.Logf("crash loop: %d cycles, seed %d (EDGEAPI_CRASHLOOP_SEED reruns it)", cycles, seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
 
-	const (
-		ns            = "crashloop"
-		writers       = 64
-		keysPerWriter = 3
-	)
+	const ns = "crashloop"
 	d := StartDaemon(t)
 	dataDir := d.DataDir
 	createNamespace(t, d.Clientset(), ns)
 
-	ledger := map[string]crashKey{}
+	w := newCrashWorkload(ns, seed)
 	var (
-		maxAcked                              int64
 		ackedTotal, unknownTotal, opsTotal    int
 		killsCheckpoint, killsReset, compacts int
 		watch410, watchReplays, eventsSeen    int
@@ -109,82 +115,11 @@ func TestCrashLoop(t *testing.T) {
 		before := crashStoreStats(t, d)
 		startList := listCMs(t, d, ns)
 
-		// The writers run until the kill.
-		var (
-			killed atomic.Bool
-			mu     sync.Mutex // guards ops and firstErr
-			ops    []crashOp
-			wg     sync.WaitGroup
-		)
-		var firstErr error
-		cs := d.Clientset()
-		for w := 0; w < writers; w++ {
-			wrng := rand.New(rand.NewPCG(seed, uint64(cycle*writers+w+1)))
-			own := map[string]crashKey{}
-			for k := 0; k < keysPerWriter; k++ {
-				name := fmt.Sprintf("w%02d-%d", w, k)
-				own[name] = ledger[name]
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx := context.Background()
-				for i := 0; !killed.Load(); i++ {
-					name := fmt.Sprintf("w%02d-%d", w, wrng.IntN(keysPerWriter))
-					cur := own[name]
-					op := crashOp{name: name, prevRV: cur.rv}
-					value := fmt.Sprintf("c%d-w%d-%d", cycle, w, i)
-					if big {
-						value += strings.Repeat("x", 32<<10)
-					}
-					var (
-						got *corev1.ConfigMap
-						err error
-					)
-					switch {
-					case !cur.exists:
-						op.kind, op.value = "create", value
-						got, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": value}}, metav1.CreateOptions{})
-					case wrng.IntN(4) == 0:
-						op.kind = "delete"
-						rv := strconv.FormatInt(cur.rv, 10)
-						err = cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
-					default:
-						op.kind, op.value = "update", value
-						got, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: strconv.FormatInt(cur.rv, 10)}, Data: map[string]string{"v": value}}, metav1.UpdateOptions{})
-					}
-					if err != nil {
-						mu.Lock()
-						if killed.Load() {
-							ops = append(ops, op) // in flight at the kill
-						} else if firstErr == nil {
-							firstErr = fmt.Errorf("%s %s before the kill: %w", op.kind, name, err)
-						}
-						mu.Unlock()
-						return
-					}
-					op.acked = true
-					switch op.kind {
-					case "delete":
-						own[name] = crashKey{}
-					default:
-						op.rv = mustRVNoT(got.ResourceVersion)
-						own[name] = crashKey{exists: true, value: op.value, rv: op.rv}
-					}
-					mu.Lock()
-					ops = append(ops, op)
-					mu.Unlock()
-				}
-			}()
-		}
-		time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
-		mid := crashStoreStats(t, d)
-		killed.Store(true)
-		d.Kill()
-		wg.Wait()
-		if firstErr != nil {
-			t.Fatalf("cycle %d: %v", cycle, firstErr)
-		}
+		var mid crashStats
+		ops := w.writeUntilKill(t, d, cycle, big, func() {
+			time.Sleep(time.Duration(200+rng.IntN(1300)) * time.Millisecond)
+			mid = crashStoreStats(t, d)
+		})
 		if mid.Checkpoints > before.Checkpoints {
 			killsCheckpoint++
 		}
@@ -198,81 +133,23 @@ func TestCrashLoop(t *testing.T) {
 		}
 		d = StartDaemon(t, DaemonOptions{DataDir: dataDir, Args: args})
 
-		// The ledger, per object: the last acknowledged state, and what
-		// the write in flight would have made of it.
-		inFlight := map[string]crashOp{}
-		var cycleAcked []crashOp
-		minRV := int64(0)
-		for _, op := range ops {
-			opsTotal++
-			if !op.acked {
-				unknownTotal++
-				inFlight[op.name] = op
-				continue
-			}
-			ackedTotal++
-			cycleAcked = append(cycleAcked, op)
-			switch op.kind {
-			case "delete":
-				ledger[op.name] = crashKey{}
-			default:
-				ledger[op.name] = crashKey{exists: true, value: op.value, rv: op.rv}
-				if minRV == 0 || op.rv < minRV {
-					minRV = op.rv
-				}
-			}
+		res := w.check(cycle, ops, listCMs(t, d, ns))
+		for _, p := range res.problems {
+			t.Errorf("cycle %d: %s", cycle, p)
 		}
-		if minRV != 0 && minRV <= maxAcked {
-			t.Errorf("cycle %d: a write after the restart got resourceVersion %d, not above %d acknowledged before", cycle, minRV, maxAcked)
-		}
-
-		// Every object is where its acknowledged writes (or the one in
-		// flight) left it; the list holds nothing else.
-		after := listCMs(t, d, ns)
-		for w := 0; w < writers; w++ {
-			for k := 0; k < keysPerWriter; k++ {
-				name := fmt.Sprintf("w%02d-%d", w, k)
-				want := ledger[name]
-				got, present := after.objects[name]
-				gotKey := crashKey{exists: present, value: got.Data["v"], rv: mustRVNoT(got.ResourceVersion)}
-				if !present {
-					gotKey = crashKey{}
-				}
-				ok := gotKey == want
-				if op, inflight := inFlight[name]; !ok && inflight {
-					switch op.kind {
-					case "delete":
-						ok = !present
-					default:
-						ok = present && gotKey.value == op.value && gotKey.rv > want.rv
-					}
-				}
-				if !ok {
-					t.Errorf("cycle %d: %s is %+v, want %+v (last acknowledged) or the result of the write in flight %+v", cycle, name, brief(gotKey), brief(want), inFlight[name])
-				}
-				ledger[name] = gotKey
-				delete(after.objects, name)
-			}
-		}
-		for name := range after.objects {
-			t.Errorf("cycle %d: %s exists, but no one wrote it", cycle, name)
-		}
-		for _, k := range ledger {
-			maxAcked = max(maxAcked, k.rv)
-		}
-		for _, op := range cycleAcked {
-			maxAcked = max(maxAcked, op.rv)
-		}
+		opsTotal += len(ops)
+		ackedTotal += len(res.acked)
+		unknownTotal += res.inFlight
 
 		// A watch from before the kill replays every change since.
 		events, expired := watchUntilTimeout(t, d, ns, startList.rv)
 		if expired != "" {
 			watch410++
-			checkExpired(t, cycle, expired, startList.rv)
+			checkExpired(t, cycle, expired, startList.rv, events)
 		} else {
 			watchReplays++
 			eventsSeen += len(events)
-			checkReplay(t, cycle, startList, listCMs(t, d, ns), events, cycleAcked)
+			checkReplay(t, cycle, startList, listCMs(t, d, ns), events, res.acked)
 		}
 		if s := crashStoreStats(t, d); s.CompactedRev > mid.CompactedRev {
 			compacts++
@@ -285,6 +162,225 @@ func TestCrashLoop(t *testing.T) {
 		"kills in cycles with a WAL checkpoint %d, with a WAL reset %d; cycles that compacted %d; "+
 		"watch replays %d (%d events), correct 410s %d; seed %d",
 		cycles, opsTotal, ackedTotal, unknownTotal, killsCheckpoint, killsReset, compacts, watchReplays, eventsSeen, watch410, seed)
+}
+
+// crashWorkload is the crash loop's writers and their ledger, which
+// TestCrashLoop and TestPowerCut share. crashWriters goroutines create,
+// update (compare-and-swap on the resourceVersion) and delete ConfigMaps
+// in ns, each owning crashKeysPerWriter names; the ledger holds what the
+// last acknowledged write left of each name.
+type crashWorkload struct {
+	ns   string
+	seed uint64
+	// ledger is, per name, the state its last acknowledged write left, as
+	// found by the last check.
+	ledger map[string]crashKey
+	// maxAcked is the highest resourceVersion acknowledged (or found) so
+	// far: every later write must get one above it.
+	maxAcked int64
+}
+
+const (
+	crashWriters       = 64
+	crashKeysPerWriter = 3
+)
+
+func newCrashWorkload(ns string, seed uint64) *crashWorkload {
+	return &crashWorkload{ns: ns, seed: seed, ledger: map[string]crashKey{}}
+}
+
+func crashName(writer, k int) string { return fmt.Sprintf("w%02d-%d", writer, k) }
+
+// writeUntilKill runs the writers against d until wait returns, then kills
+// the daemon with SIGKILL, waits until it has exited and the writers have
+// stopped, and returns every write sent: acknowledged, or in flight at the
+// kill. big makes each value 32 KiB. A write that fails before the kill
+// fails t.
+func (w *crashWorkload) writeUntilKill(t *testing.T, d *Daemon, cycle int, big bool, wait func()) []crashOp {
+	t.Helper()
+	var (
+		killed   atomic.Bool
+		mu       sync.Mutex // guards ops and firstErr
+		ops      []crashOp
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	cs := d.Clientset()
+	ns := w.ns
+	for wr := 0; wr < crashWriters; wr++ {
+		wrng := rand.New(rand.NewPCG(w.seed, uint64(cycle*crashWriters+wr+1)))
+		own := map[string]crashKey{}
+		for k := 0; k < crashKeysPerWriter; k++ {
+			own[crashName(wr, k)] = w.ledger[crashName(wr, k)]
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx := context.Background()
+			for i := 0; !killed.Load(); i++ {
+				name := crashName(wr, wrng.IntN(crashKeysPerWriter))
+				cur := own[name]
+				op := crashOp{name: name, prevRV: cur.rv}
+				value := fmt.Sprintf("c%d-w%d-%d", cycle, wr, i)
+				if big {
+					value += strings.Repeat("x", 32<<10)
+				}
+				var (
+					got *corev1.ConfigMap
+					err error
+				)
+				switch {
+				case !cur.exists:
+					op.kind, op.value = "create", value
+					got, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": value}}, metav1.CreateOptions{})
+				case wrng.IntN(4) == 0:
+					op.kind = "delete"
+					rv := strconv.FormatInt(cur.rv, 10)
+					err = cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+				default:
+					op.kind, op.value = "update", value
+					got, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: strconv.FormatInt(cur.rv, 10)}, Data: map[string]string{"v": value}}, metav1.UpdateOptions{})
+				}
+				if err != nil {
+					mu.Lock()
+					if killed.Load() {
+						ops = append(ops, op) // in flight at the kill
+					} else if firstErr == nil {
+						firstErr = fmt.Errorf("%s %s before the kill: %w", op.kind, name, err)
+					}
+					mu.Unlock()
+					return
+				}
+				op.acked = true
+				switch op.kind {
+				case "delete":
+					own[name] = crashKey{}
+				default:
+					op.rv = mustRVNoT(got.ResourceVersion)
+					own[name] = crashKey{exists: true, value: op.value, rv: op.rv}
+				}
+				mu.Lock()
+				ops = append(ops, op)
+				mu.Unlock()
+			}
+		}()
+	}
+	wait()
+	killed.Store(true)
+	d.Kill()
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("cycle %d: %v", cycle, firstErr)
+	}
+	return ops
+}
+
+// crashCheck is what one check after a restart found.
+type crashCheck struct {
+	// acked are the cycle's acknowledged writes.
+	acked []crashOp
+	// inFlight is the number of writes in flight at the kill.
+	inFlight int
+	// lost is the number of acknowledged writes whose effect is gone:
+	// for each object not where its last acknowledged write (or the write
+	// in flight) left it, the acknowledged writes of the cycle after the
+	// last one whose state it is in (at least 1).
+	lost int
+	// problems are every discrepancy, lost writes included.
+	problems []string
+}
+
+// check compares after, the list after a restart, with the ledger and the
+// cycle's writes, and then takes after as the ledger:
+//   - every object is in the state its last acknowledged write left, or in
+//     the state of the write that was in flight at the kill; nothing exists
+//     that no one wrote;
+//   - resourceVersions never go backwards: every write after the restart
+//     gets one above every resourceVersion acknowledged before.
+func (w *crashWorkload) check(cycle int, ops []crashOp, after cmSnapshot) crashCheck {
+	var res crashCheck
+	// Per object: the states its acknowledged writes of this cycle left,
+	// the first being the one before the cycle, and what the write in
+	// flight would have made of the last.
+	states := map[string][]crashKey{}
+	inFlight := map[string]crashOp{}
+	minRV := int64(0)
+	for _, op := range ops {
+		if !op.acked {
+			res.inFlight++
+			inFlight[op.name] = op
+			continue
+		}
+		res.acked = append(res.acked, op)
+		if _, ok := states[op.name]; !ok {
+			states[op.name] = []crashKey{w.ledger[op.name]}
+		}
+		next := crashKey{}
+		if op.kind != "delete" {
+			next = crashKey{exists: true, value: op.value, rv: op.rv}
+			if minRV == 0 || op.rv < minRV {
+				minRV = op.rv
+			}
+		}
+		states[op.name] = append(states[op.name], next)
+	}
+	if minRV != 0 && minRV <= w.maxAcked {
+		res.problems = append(res.problems, fmt.Sprintf("a write after the restart got resourceVersion %d, not above %d acknowledged before", minRV, w.maxAcked))
+	}
+
+	objects := maps.Clone(after.objects)
+	for wr := 0; wr < crashWriters; wr++ {
+		for k := 0; k < crashKeysPerWriter; k++ {
+			name := crashName(wr, k)
+			seq := states[name]
+			if seq == nil {
+				seq = []crashKey{w.ledger[name]}
+			}
+			want := seq[len(seq)-1]
+			got, present := objects[name]
+			gotKey := crashKey{}
+			if present {
+				gotKey = crashKey{exists: true, value: got.Data["v"], rv: mustRVNoT(got.ResourceVersion)}
+			}
+			ok := gotKey == want
+			if op, inflight := inFlight[name]; !ok && inflight {
+				switch op.kind {
+				case "delete":
+					ok = !present
+				default:
+					ok = present && gotKey.value == op.value && gotKey.rv > want.rv
+				}
+			}
+			if !ok {
+				lost := 1
+				for i := len(seq) - 2; i >= 0; i-- {
+					if seq[i] == gotKey {
+						lost = len(seq) - 1 - i
+						break
+					}
+				}
+				res.lost += lost
+				flying := ", none in flight"
+				if op, ok := inFlight[name]; ok {
+					flying = fmt.Sprintf(" or what the %s in flight wrote (v=%.24s…)", op.kind, op.value)
+				}
+				res.problems = append(res.problems, fmt.Sprintf("%s is %s, want %s (last acknowledged%s): %d acknowledged writes lost",
+					name, brief(gotKey), brief(want), flying, lost))
+			}
+			w.ledger[name] = gotKey
+			delete(objects, name)
+		}
+	}
+	for name := range objects {
+		res.problems = append(res.problems, fmt.Sprintf("%s exists, but no one wrote it", name))
+	}
+	for _, k := range w.ledger {
+		w.maxAcked = max(w.maxAcked, k.rv)
+	}
+	for _, op := range res.acked {
+		w.maxAcked = max(w.maxAcked, op.rv)
+	}
+	return res
 }
 
 func brief(k crashKey) string {
@@ -306,12 +402,32 @@ type cmSnapshot struct {
 
 func listCMs(t *testing.T, d *Daemon, ns string) cmSnapshot {
 	t.Helper()
-	l := rawGet(t, d, "/api/v1/namespaces/"+ns+"/configmaps").cmList(t, "list "+ns)
-	s := cmSnapshot{rv: mustRV(t, l.ResourceVersion), objects: map[string]corev1.ConfigMap{}}
+	s, err := tryListCMs(d, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// tryListCMs is listCMs returning its error.
+func tryListCMs(d *Daemon, ns string) (cmSnapshot, error) {
+	got := rawGetNoFatal(d, "/api/v1/namespaces/"+ns+"/configmaps")
+	if got.Status != http.StatusOK {
+		return cmSnapshot{}, fmt.Errorf("list %s: got %d %s, want 200", ns, got.Status, got.Body)
+	}
+	var l corev1.ConfigMapList
+	if err := json.Unmarshal(got.Body, &l); err != nil {
+		return cmSnapshot{}, fmt.Errorf("list %s: decode: %w", ns, err)
+	}
+	rv, err := strconv.ParseInt(l.ResourceVersion, 10, 64)
+	if err != nil {
+		return cmSnapshot{}, fmt.Errorf("list %s: resourceVersion %q: %w", ns, l.ResourceVersion, err)
+	}
+	s := cmSnapshot{rv: rv, objects: map[string]corev1.ConfigMap{}}
 	for _, cm := range l.Items {
 		s.objects[cm.Name] = cm
 	}
-	return s
+	return s, nil
 }
 
 // crashStats are the store counters of /debug/edgeapi/stats.
@@ -389,19 +505,30 @@ func watchUntilTimeout(t *testing.T, d *Daemon, ns string, rv int64) (events []c
 
 var tooOld = regexp.MustCompile(`^too old resource version: (\d+) \((\d+)\)$`)
 
-// checkExpired checks that a 410 names the watch's resourceVersion and a
-// compacted revision above it.
-func checkExpired(t *testing.T, cycle int, msg string, rv int64) {
+// checkExpired checks a watch from rv that ended with a 410 after events:
+// the events came in strictly increasing resourceVersion order above rv,
+// and the 410 names the watch's position (rv, or, when the history was
+// compacted while the watch replayed it, a revision at or above the last
+// event delivered) and a compacted revision above that position.
+func checkExpired(t *testing.T, cycle int, msg string, rv int64, events []crashEvent) {
 	t.Helper()
+	last := rv
+	for i, ev := range events {
+		if ev.rv <= last {
+			t.Errorf("cycle %d: event %d (%s %s) before the 410 has resourceVersion %d, not above %d", cycle, i, ev.typ, ev.name, ev.rv, last)
+		}
+		last = ev.rv
+	}
 	m := tooOld.FindStringSubmatch(msg)
 	if m == nil {
 		t.Errorf("cycle %d: 410 %q, want kube-apiserver's \"too old resource version: N (M)\"", cycle, msg)
 		return
 	}
-	asked, _ := strconv.ParseInt(m[1], 10, 64)
+	at, _ := strconv.ParseInt(m[1], 10, 64)
 	compacted, _ := strconv.ParseInt(m[2], 10, 64)
-	if asked != rv || compacted <= rv {
-		t.Errorf("cycle %d: 410 %q for a watch from %d: the compacted revision must be above it", cycle, msg, rv)
+	if at < last || compacted <= at {
+		t.Errorf("cycle %d: 410 %q for a watch from %d after %d events (the last at %d): it must name the watch's position and a compacted revision above it",
+			cycle, msg, rv, len(events), last)
 	}
 }
 

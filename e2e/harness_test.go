@@ -164,6 +164,18 @@ func StartDaemon(t testing.TB, opts ...DaemonOptions) *Daemon {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
+	d, err := TryStartDaemon(t, o)
+	if err != nil {
+		t.Fatalf("start edgeapi: %v", err)
+	}
+	return d
+}
+
+// TryStartDaemon is StartDaemon for a test that expects the daemon may not
+// start: it returns the error (with the daemon's output) instead of
+// failing t.
+func TryStartDaemon(t testing.TB, o DaemonOptions) (*Daemon, error) {
+	t.Helper()
 	if o.DataDir == "" {
 		o.DataDir = t.TempDir()
 	}
@@ -175,15 +187,14 @@ func StartDaemon(t testing.TB, opts ...DaemonOptions) *Daemon {
 	for attempt := 0; attempt < 3; attempt++ {
 		d, err := startDaemonOnce(t, bin, o)
 		if err == nil {
-			return d
+			return d, nil
 		}
 		lastErr = err
 		if !strings.Contains(d.output.String(), "address already in use") {
 			break
 		}
 	}
-	t.Fatalf("start edgeapi: %v", lastErr)
-	return nil
+	return nil, lastErr
 }
 
 func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error) {

@@ -53,6 +53,11 @@ type Config struct {
 	// so that deletes and compaction can still commit (see space.go).
 	// Zero or negative keeps no reserve.
 	ReserveBytes int64
+	// UnsafeNoSync runs SQLite with synchronous=OFF: nothing is fsynced
+	// but the checkpointer's own sync of the database file. For testing
+	// only (the power-cut suite shows the harness sees the loss):
+	// acknowledged writes are lost on power loss.
+	UnsafeNoSync bool
 
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
@@ -277,7 +282,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err := secureDBFiles(db.cfg.Path, db.log); err != nil {
 		return err
 	}
-	wdsn, err := writerDSN(db.cfg.Path)
+	wdsn, err := writerDSN(db.cfg.Path, db.cfg.UnsafeNoSync)
 	if err != nil {
 		return err
 	}
@@ -293,7 +298,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect writer: %w", err)
 	}
-	if err := checkPragmas(ctx, db.writeConn); err != nil {
+	if err := checkPragmas(ctx, db.writeConn, db.cfg.UnsafeNoSync); err != nil {
 		return err
 	}
 	var autoVacuum int
@@ -337,7 +342,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open database file: %w", err)
 	}
-	cdsn, err := checkpointerDSN(db.cfg.Path)
+	cdsn, err := checkpointerDSN(db.cfg.Path, db.cfg.UnsafeNoSync)
 	if err != nil {
 		return err
 	}
@@ -353,7 +358,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("connect checkpointer: %w", err)
 	}
-	if err := checkPragmas(ctx, db.ckptConn); err != nil {
+	if err := checkPragmas(ctx, db.ckptConn, db.cfg.UnsafeNoSync); err != nil {
 		return fmt.Errorf("checkpointer: %w", err)
 	}
 

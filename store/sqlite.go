@@ -35,14 +35,15 @@ const journalSizeLimit = 64 << 20 // bytes
 // promise. wal_autocheckpoint=0 keeps checkpoints out of the writer's
 // commits: the checkpointer runs them (see checkpoint.go).
 // _txlock=immediate makes BEGIN take the write lock at once, so a busy
-// database fails at BEGIN rather than at the first write.
-func writerDSN(path string) (string, error) {
+// database fails at BEGIN rather than at the first write. noSync
+// (Config.UnsafeNoSync, tests only) makes it synchronous=OFF.
+func writerDSN(path string, noSync bool) (string, error) {
 	return dsn(path,
 		"busy_timeout("+strconv.Itoa(busyTimeout)+")",
 		"auto_vacuum(INCREMENTAL)",
 		"journal_mode(WAL)",
 		"journal_size_limit("+strconv.Itoa(journalSizeLimit)+")",
-		"synchronous(FULL)",
+		synchronousPragma(noSync),
 		"wal_autocheckpoint(0)",
 	)
 }
@@ -53,11 +54,19 @@ func writerDSN(path string) (string, error) {
 // overwritten before the database file holds it durably. Its busy timeout
 // is short: the writes wait for its RESTART checkpoints, which should find
 // no reader or writer in their way.
-func checkpointerDSN(path string) (string, error) {
+func checkpointerDSN(path string, noSync bool) (string, error) {
 	return dsn(path,
 		"busy_timeout("+strconv.Itoa(checkpointBusyTimeout)+")",
-		"synchronous(FULL)",
+		synchronousPragma(noSync),
 	)
+}
+
+// synchronousPragma is synchronous=FULL, or OFF for Config.UnsafeNoSync.
+func synchronousPragma(noSync bool) string {
+	if noSync {
+		return "synchronous(OFF)"
+	}
+	return "synchronous(FULL)"
 }
 
 // readerDSN is the connection string of the read pool. query_only makes
@@ -96,8 +105,9 @@ func dsn(path string, pragmas ...string) (string, error) {
 // checkPragmas asserts the settings durability depends on: the driver
 // runs _pragma values without reporting what they returned, and
 // journal_mode=WAL silently stays "delete" or "memory" where WAL is not
-// possible.
-func checkPragmas(ctx context.Context, conn *sql.Conn) error {
+// possible. synchronous must be FULL, or OFF when noSync
+// (Config.UnsafeNoSync) asked for it.
+func checkPragmas(ctx context.Context, conn *sql.Conn, noSync bool) error {
 	var mode string
 	if err := conn.QueryRowContext(ctx, "PRAGMA journal_mode=WAL").Scan(&mode); err != nil {
 		return fmt.Errorf("set journal mode: %w", err)
@@ -109,7 +119,10 @@ func checkPragmas(ctx context.Context, conn *sql.Conn) error {
 	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync); err != nil {
 		return fmt.Errorf("read synchronous: %w", err)
 	}
-	if sync != 2 { // FULL
+	switch {
+	case noSync && sync != 0: // OFF
+		return fmt.Errorf("read synchronous: got %d, want 0 (OFF)", sync)
+	case !noSync && sync != 2: // FULL
 		return fmt.Errorf("read synchronous: got %d, want 2 (FULL)", sync)
 	}
 	return nil
