@@ -879,3 +879,38 @@ func (g *hostileGen) slowRequest(index int, slowHeaders bool) (hostileReq, func(
 		}
 	}
 }
+
+// yamlAliasBomb is a YAML ConfigMap of under 1.1 MB whose data holds
+// aliases instead of values: n aliases of one 1 MiB string anchor, which
+// expand to n MiB of JSON.
+func yamlAliasBomb(n int) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\nx: &a %q\ndata:\n", strings.Repeat("x", 1<<20))
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  k%d: *a\n", i)
+	}
+	return b.Bytes()
+}
+
+// TestHugeInput_YAMLAliasExpansion sends YAML bodies of 1.1 MB whose
+// aliases of one large string expand to 2 GiB of JSON, to each decoder of
+// YAML bodies (objects, DeleteOptions, apply patches): each answer is a 413,
+// and memory stays bounded. go-yaml's alias limit counts nodes, not bytes,
+// so it lets this through; before the fix the daemon went past 2 GB
+// converting it to JSON.
+func TestHugeInput_YAMLAliasExpansion(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	body := yamlAliasBomb(2048)
+	for _, tc := range []struct{ method, path, contentType string }{
+		{"POST", hugeCMs, "application/yaml"},
+		{"PUT", hugeCMs + "/bomb", "application/yaml"},
+		{"DELETE", hugeCMs + "/bomb", "application/yaml"},
+		{"PATCH", hugeCMs + "/bomb?fieldManager=m", "application/apply-patch+yaml"},
+	} {
+		res := sendHuge(t, d, tc.method, tc.path, tc.contentType, body)
+		t.Logf("%s %s (%s): %d", tc.method, tc.path, tc.contentType, res.Status)
+		decodeStatus(t, res, http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge)
+	}
+	checkPeakRSS(t, d)
+}

@@ -1,0 +1,53 @@
+package httpapi
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/yaml"
+)
+
+func TestCheckYAMLExpansion(t *testing.T) {
+	const limit = 1 << 20
+	aliases := func(anchor, n int) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "x: &a %q\ndata:\n", strings.Repeat("x", anchor))
+		for i := 0; i < n; i++ {
+			fmt.Fprintf(&b, "  k%d: *a\n", i)
+		}
+		return b.String()
+	}
+	tests := []struct {
+		name string
+		body string
+		want bool // refused
+	}{
+		{"no alias", "a: b\nc: [1, 2]\n", false},
+		{"star in a string", "a: \"*.example.com\"\n", false},
+		{"aliases within the limit", aliases(1000, 100), false},
+		{"aliases of a large string", aliases(64<<10, 20), true},
+		{"aliases of a large map", "x: &a {k: v, s: " + strings.Repeat("s", 100<<10) + "}\ny: [" + strings.Repeat("*a, ", 20) + "*a]\n", true},
+		{"merge keys", "x: &a {k: " + strings.Repeat("v", 600<<10) + "}\ny: {<<: *a}\nz: {<<: *a}\n", true},
+		{"not YAML", "a: *nothing\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkYAMLExpansion([]byte(tt.body), limit)
+			if got := err != nil; got != tt.want {
+				t.Fatalf("got refused %v (%v), want %v", got, err, tt.want)
+			}
+			if err != nil && !apierrors.IsRequestEntityTooLargeError(err) {
+				t.Errorf("got %v, want a 413", err)
+			}
+			if err == nil {
+				// What is let through converts to JSON within the limit
+				// (or fails to convert).
+				if js, err := yaml.YAMLToJSON([]byte(tt.body)); err == nil && len(js) > limit {
+					t.Errorf("let through a body that expands to %d bytes", len(js))
+				}
+			}
+		})
+	}
+}
