@@ -715,7 +715,14 @@ func (g *hostileGen) managedFields(r *hostileReq) {
 func (g *hostileGen) yamlBomb(r *hostileReq) {
 	var b strings.Builder
 	b.WriteString("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\n")
-	switch g.pick(4) {
+	switch g.pick(5) {
+	case 4: // a large string anchor and many aliases: go-yaml counts
+		// nodes, not bytes, and lets this through
+		r.huge = true
+		fmt.Fprintf(&b, "x: &a %q\ndata:\n", strings.Repeat("x", 64<<10+g.pick(1<<20)))
+		for i, n := 0, 100+g.pick(3000); i < n; i++ {
+			fmt.Fprintf(&b, "  k%d: *a\n", i)
+		}
 	case 0: // billion laughs
 		b.WriteString("x:\n  a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
 		prev := "a"
@@ -1162,7 +1169,7 @@ func (g *hostileGen) rawHTTP(r *hostileReq) {
 	switch g.pick(3) {
 	case 0: // a request line or header block net/http's client cannot send
 		r.rawBytes = []byte(pickOf(g, []string{
-			"GET\r\n\r\n", "GET /api/v1\r\n\r\n", "GET /api/v1 HTTP/1.1\r\n\r\n", 
+			"GET\r\n\r\n", "GET /api/v1\r\n\r\n", "GET /api/v1 HTTP/1.1\r\n\r\n",
 			"GET /api/v1 HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n", "GET /api/v1 HTTP/1.1\r\nHost: x\r\n folded: header\r\n\r\n",
 			"GET /api/v1 HTTP/1.1\r\nHost: x\r\nX: a\x00b\r\n\r\n", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",
 			"GET /api/v1 HTTP/1.1\nHost: x\n\n", "GET  /api/v1  HTTP/1.1\r\nHost: x\r\n\r\n", "G\x00T / HTTP/1.1\r\nHost: x\r\n\r\n",
@@ -1233,6 +1240,9 @@ func (g *hostileGen) finish(r *hostileReq) {
 	}
 	if r.rawBytes != nil {
 		return // a request line no server can take for a write
+	}
+	if len(r.body) > 256<<10 {
+		r.huge = true
 	}
 	if hostileNeedsRaw(r) {
 		r.raw = true // net/http's client refuses control bytes in headers

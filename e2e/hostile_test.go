@@ -47,10 +47,10 @@ const (
 	// hostileRSSCeiling bounds the daemon's peak RSS (VmHWM) over the run.
 	hostileRSSCeiling = 300 << 20
 	// hostileWorkers send requests concurrently; hostileHugeInFlight of
-	// them at most send a body of megabytes at once, so that the RSS
+	// them at most send a body past 256 KiB at once, so that the RSS
 	// ceiling measures the daemon's handling of one, not the concurrency.
 	hostileWorkers      = 8
-	hostileHugeInFlight = 2
+	hostileHugeInFlight = 1
 	// hostileSlowConns are the connections that trickle bodies meanwhile.
 	hostileSlowConns = 4
 	// hostileMaxFailures stops the run early: past it, the rest would tell
@@ -245,7 +245,7 @@ func hostileSetup(t *testing.T, d *Daemon) *hostileFixture {
 
 		e0, err := cs.CoreV1().Events(ns).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "event-0"},
 			InvolvedObject: corev1.ObjectReference{Kind: "ConfigMap", Namespace: ns, Name: "cm-0", UID: cm0.UID},
-			Reason: "Known", Message: "known event", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "hostile"}, Count: 3}, metav1.CreateOptions{})
+			Reason:         "Known", Message: "known event", Type: corev1.EventTypeNormal, Source: corev1.EventSource{Component: "hostile"}, Count: 3}, metav1.CreateOptions{})
 		must("event-0", err)
 		uid("events", "event-0", string(e0.UID))
 		e1, err := cs.EventsV1().Events(ns).Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "event-1", Labels: map[string]string{"app": "hostile"}},
@@ -310,7 +310,7 @@ func hostileSnapshot(t *testing.T, d *Daemon, fx *hostileFixture) hostileState {
 	}
 	list := func(path string) {
 		var l struct {
-			Metadata metav1.ListMeta  `json:"metadata"`
+			Metadata metav1.ListMeta   `json:"metadata"`
 			Items    []json.RawMessage `json:"items"`
 		}
 		if err := json.Unmarshal(get(path), &l); err != nil {
