@@ -857,6 +857,11 @@ func (g *hostileGen) strategicPatch(r *hostileReq) {
 		map[string]any{"metadata": map[string]any{"finalizers": []any{map[string]any{"$patch": "delete"}}}},
 		map[string]any{"$setElementOrder/data": []any{"k"}},
 		map[string]any{"metadata": map[string]any{"$deleteFromPrimitiveList/labels": []any{"a"}}},
+		// lists and objects where apimachinery expects scalars
+		map[string]any{"metadata": map[string]any{"$retainKeys": []any{pickOf(g, []any{[]any{"x"}, map[string]any{}})}}},
+		map[string]any{"metadata": map[string]any{"$setElementOrder/finalizers": []any{pickOf(g, []any{[]any{"x"}, map[string]any{}})}}},
+		map[string]any{"metadata": map[string]any{"ownerReferences": []any{map[string]any{"uid": pickOf(g, []any{[]any{"x"}, map[string]any{}})}}}},
+		map[string]any{"metadata": map[string]any{"$deleteFromPrimitiveList/finalizers": []any{pickOf(g, []any{[]any{"x"}, map[string]any{}})}}},
 	}
 	patch := map[string]any{}
 	for n := 1 + g.pick(3); n > 0; n-- {
