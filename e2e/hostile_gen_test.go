@@ -609,6 +609,27 @@ var wrongValues = []any{0, -1, 1.5, 1e300, json.Number("999999999999999999999999
 	[]any{}, []any{1, "a", nil}, map[string]any{}, map[string]any{"a": []any{map[string]any{}}}, "\u0000", "2024-13-45T99:99:99Z", "yesterday",
 	strings.Repeat("é", 64), map[string]any{"$patch": "delete"}, []any{[]any{}}}
 
+// wrong returns a copy of one of wrongValues: the request may change it.
+func (g *hostileGen) wrong() any { return deepCopyJSON(pickOf(g, wrongValues)) }
+
+func deepCopyJSON(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			m[k] = deepCopyJSON(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = deepCopyJSON(e)
+		}
+		return l
+	}
+	return v
+}
+
 // metaFields are every ObjectMeta field; metaSubFields are fields of
 // its list items and maps.
 var metaFields = []string{"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
@@ -633,7 +654,7 @@ func (g *hostileGen) wrongTypeMeta(r *hostileReq) {
 	obj := g.validObject(t.kind, t.ns, t.name)
 	meta := obj["metadata"].(map[string]any)
 	for n := 1 + g.pick(3); n > 0; n-- {
-		v := pickOf(g, wrongValues)
+		v := g.wrong()
 		switch g.pick(8) {
 		case 0, 1, 2:
 			meta[pickOf(g, metaFields)] = v
@@ -642,7 +663,7 @@ func (g *hostileGen) wrongTypeMeta(r *hostileReq) {
 		case 4:
 			ref := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "cm-0", "uid": g.someUID()}
 			ref[pickOf(g, ownerRefFields)] = v
-			meta["ownerReferences"] = []any{ref, pickOf(g, wrongValues)}
+			meta["ownerReferences"] = []any{ref, g.wrong()}
 		case 5:
 			meta["finalizers"] = []any{v, "example.com/x"}
 		case 6:
@@ -702,7 +723,7 @@ func (g *hostileGen) managedFields(r *hostileReq) {
 	entry := map[string]any{"manager": "m", "operation": "Update", "apiVersion": t.kind.apiVersion, "time": "2024-01-01T00:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": pickOf(g, fieldsV1)}
 	if g.chance(0.6) {
 		f := pickOf(g, managedFieldsFields)
-		entry[f] = pickOf(g, append([]any{"Apply", "Junk", "FieldsV2", "junk/v1/x", "../", strings.Repeat("m", 300), "2024-99-99"}, wrongValues...))
+		entry[f] = pickOf(g, []any{"Apply", "Junk", "FieldsV2", "junk/v1/x", "../", strings.Repeat("m", 300), "2024-99-99", g.wrong()})
 	}
 	mf := []any{entry}
 	if g.chance(0.3) {
@@ -785,7 +806,7 @@ func (g *hostileGen) jsonPatch(r *hostileReq) {
 				op["from"] = pickOf(g, append([]any{nil, 7}, toAny(patchPaths)...))
 			}
 			if g.chance(0.8) {
-				op["value"] = pickOf(g, append(wrongValues, map[string]any{"a": "b"}, []any{"example.com/x"}, "example.com/y"))
+				op["value"] = pickOf(g, []any{g.wrong(), map[string]any{"a": "b"}, []any{"example.com/x"}, "example.com/y"})
 			}
 			if g.chance(0.05) {
 				op["extra"] = "field"
@@ -809,7 +830,7 @@ func toAny(ss []string) []any {
 // odd keys in it.
 func (g *hostileGen) randomTree(depth int) any {
 	if depth <= 0 || g.chance(0.3) {
-		return pickOf(g, wrongValues)
+		return g.wrong()
 	}
 	if g.chance(0.3) {
 		var l []any
@@ -898,7 +919,7 @@ func (g *hostileGen) applyPatch(r *hostileReq) {
 	case 4:
 		obj["apiVersion"] = pickOf(g, []string{"v2", "apps/v1", "coordination.k8s.io/v1beta1", "/", "a/b/c"})
 	case 5:
-		meta[pickOf(g, metaFields)] = pickOf(g, wrongValues)
+		meta[pickOf(g, metaFields)] = g.wrong()
 	case 6:
 		obj[pickOf(g, []string{"unknownField", "status", "data", "spec"})] = g.randomTree(3)
 	}

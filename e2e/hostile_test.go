@@ -148,6 +148,10 @@ func TestHostileClients(t *testing.T) {
 	default:
 	}
 	run.report(elapsed)
+	if n := d.output.Panics(); n > 0 {
+		t.Errorf("the daemon's handlers panicked %d times (net/http recovered and closed the connections); see its output. Requests answered by a closed connection:\n%s",
+			n, strings.Join(run.closed, "\n"))
+	}
 	if res := rawGetNoFatal(d, "/readyz"); res.Status != http.StatusOK {
 		t.Errorf("GET /readyz after the run: %d %s", res.Status, res.Body)
 	}
@@ -386,6 +390,7 @@ type hostileRun struct {
 	byCatCode  map[string]map[string]int
 	failures   int
 	sent       int
+	closed     []string // the first requests answered by a closed connection
 
 	stopped  atomic.Bool // too many failures
 	slowStop chan struct{}
@@ -727,6 +732,9 @@ func (run *hostileRun) record(r *hostileReq, res hostileResult) {
 		run.byCatCode[r.category] = map[string]int{}
 	}
 	run.byCatCode[r.category][label]++
+	if label == "closed" && len(run.closed) < 100 {
+		run.closed = append(run.closed, r.String())
+	}
 	if problem == "" {
 		return
 	}
