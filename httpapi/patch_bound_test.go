@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func entries(n int) []interface{} {
@@ -75,6 +77,25 @@ func TestStrategicPatch_MalformedDirectives(t *testing.T) {
 			_, _, err := (&Server{}).strategicPatch(gvk, []byte(patch), cur.DeepCopyObject(), "")
 			if !apierrors.IsBadRequest(err) {
 				t.Errorf("got %v, want a 400", err)
+			}
+		})
+	}
+}
+
+// TestApplyPatch_JSONPatchRootWithoutValue: a JSON patch that replaces or
+// tests the whole document without a value is a 422, not a panic (which
+// closed the connection without an answer).
+func TestApplyPatch_JSONPatchRootWithoutValue(t *testing.T) {
+	cur := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	for _, patch := range []string{
+		`[{"op":"replace","path":""}]`,
+		`[{"op":"test","path":""}]`,
+		`[{"op":"replace","path":"","from":"/data"}]`,
+	} {
+		t.Run(patch, func(t *testing.T) {
+			_, _, err := (&Server{}).applyPatch(types.JSONPatchType, []byte(patch), cur.DeepCopyObject(), "")
+			if err == nil || statusOf(err).Code != http.StatusUnprocessableEntity {
+				t.Errorf("got %v, want a 422", err)
 			}
 		})
 	}
