@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -47,6 +49,50 @@ func TestCheckYAMLExpansion(t *testing.T) {
 				if js, err := yaml.YAMLToJSON([]byte(tt.body)); err == nil && len(js) > limit {
 					t.Errorf("let through a body that expands to %d bytes", len(js))
 				}
+			}
+		})
+	}
+}
+
+func TestJSONToYAML(t *testing.T) {
+	long := strings.Repeat("f:x", 700) // past YAML's 1,024-character simple keys
+	tests := []struct {
+		name string
+		json string
+		// sigsFails: sigs.k8s.io/yaml.JSONToYAML alone fails on it.
+		sigsFails bool
+	}{
+		{"object", `{"kind":"ConfigMap","data":{"a":"b","n":"1"},"list":[1,2.5,true,null]}`, false},
+		{"long key", `{"metadata":{"managedFields":[{"fieldsV1":{"` + long + `":{}}}]},"n":12345678901234567890}`, true},
+		{"long key in a list", `{"items":[{"` + long + `":"v"}]}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			y, err := jsonToYAML([]byte(tt.json))
+			if err != nil {
+				t.Fatalf("jsonToYAML: %v", err)
+			}
+			want, err := yaml.JSONToYAML([]byte(tt.json))
+			if got := err != nil; got != tt.sigsFails {
+				t.Fatalf("sigs.k8s.io/yaml.JSONToYAML failed %v (%v), want %v", got, err, tt.sigsFails)
+			}
+			if err == nil && string(y) != string(want) {
+				t.Errorf("got\n%s\nwant sigs.k8s.io/yaml's\n%s", y, want)
+			}
+			// The YAML reads back as the JSON.
+			back, err := yaml.YAMLToJSON(y)
+			if err != nil {
+				t.Fatalf("read back %q: %v", y, err)
+			}
+			var got, want interface{}
+			if err := json.Unmarshal(back, &got); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.json), &want); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("read back %v, want %v", got, want)
 			}
 		})
 	}

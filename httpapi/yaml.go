@@ -2,11 +2,38 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 
 	yamlv2 "go.yaml.in/yaml/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/yaml"
 )
+
+// This file holds what YAML needs beyond the codecs: a bound on request
+// bodies' alias expansion, and a conversion of responses that
+// sigs.k8s.io/yaml cannot convert.
+
+// jsonToYAML converts a JSON response to YAML as kube-apiserver does, with
+// sigs.k8s.io/yaml.JSONToYAML, and when that fails, from a JSON decoding
+// instead. JSONToYAML reads the JSON as YAML, where a key longer than 1,024
+// characters is an error; a stored object can hold one (the keys of
+// managedFields' fieldsV1 are free-form), and every YAML read of it, or of
+// a list holding it, failed with a 500. go-yaml writes such a key as an
+// explicit ("? ") key.
+func jsonToYAML(b []byte) ([]byte, error) {
+	y, err := yaml.JSONToYAML(b)
+	if err == nil {
+		return y, nil
+	}
+	var v interface{}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	if d.Decode(&v) != nil {
+		return nil, err
+	}
+	return yamlv2.Marshal(v)
+}
 
 // checkYAMLExpansion refuses, with a 413, a YAML body whose aliases expand
 // to more than limit bytes of JSON. sigs.k8s.io/yaml, which every YAML
