@@ -84,15 +84,15 @@ func TestJSONToYAML(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read back %q: %v", y, err)
 			}
-			var got, want interface{}
-			if err := json.Unmarshal(back, &got); err != nil {
+			var gotV, wantV interface{}
+			if err := json.Unmarshal(back, &gotV); err != nil {
 				t.Fatal(err)
 			}
-			if err := json.Unmarshal([]byte(tt.json), &want); err != nil {
+			if err := json.Unmarshal([]byte(tt.json), &wantV); err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("read back %v, want %v", got, want)
+			if !reflect.DeepEqual(gotV, wantV) {
+				t.Errorf("read back %v, want %v", gotV, wantV)
 			}
 		})
 	}
