@@ -58,7 +58,7 @@ const (
 	hostileMaxFailures = 50
 	// defaultHostileRequests is the CI count; scripts/hostile sends
 	// 100,000.
-	defaultHostileRequests = 10000
+	defaultHostileRequests = 6000
 )
 
 // hostileSettings reads EDGEAPI_HOSTILE_SEED, EDGEAPI_HOSTILE_REQUESTS
