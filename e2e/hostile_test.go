@@ -97,10 +97,13 @@ func hostileSettings(t *testing.T) (seed uint64, n int, only []int) {
 //     did not arrive within --request-timeout, and a resourceVersion
 //     beyond the store's);
 //   - no request goes unanswered for hostileHangGuard;
-//   - every 4xx below /api and /apis is a metav1.Status in the encoding
-//     asked for, with its code equal to the HTTP status (or the plain
-//     "404 page not found" of a path outside the served groups, or
-//     net/http's own plain answer to broken HTTP);
+//   - every 4xx below /api and /apis is a metav1.Status (JSON, YAML or
+//     Protobuf; JSON when the request accepts JSON or names nothing), with
+//     its code equal to the HTTP status (or the plain "404 page not found"
+//     of a path outside the served groups, or net/http's own plain answer
+//     to broken HTTP);
+//   - no handler panics (net/http would recover it and close the
+//     connection);
 //   - afterwards every known object, and every list of a known namespace,
 //     is byte for byte what it was, the daemon answers /readyz, and its
 //     peak RSS stayed under hostileRSSCeiling.
@@ -118,6 +121,8 @@ func hostileSettings(t *testing.T) (seed uint64, n int, only []int) {
 //
 // EDGEAPI_HOSTILE_SEED reruns a seed, EDGEAPI_HOSTILE_REQUESTS sets the
 // count (scripts/hostile), EDGEAPI_HOSTILE_ONLY sends only some indices.
+// To find what raises the peak RSS, EDGEAPI_HOSTILE_WORKERS=1 with
+// EDGEAPI_HOSTILE_TRACE_RSS=1 logs each request that raised it by 8 MiB.
 func TestHostileClients(t *testing.T) {
 	t.Parallel()
 	seed, n, only := hostileSettings(t)
