@@ -63,6 +63,9 @@ func TestJSONToYAML(t *testing.T) {
 		sigsFails bool
 	}{
 		{"object", `{"kind":"ConfigMap","data":{"a":"b","n":"1"},"list":[1,2.5,true,null]}`, false},
+		{"numbers", `{"i":-0,"big":12345678901234567890,"neg":-9223372036854775808,"f":1e21,"g":0.000001,"h":1.0,"k":[1e-7,123456789.5]}`, false},
+		{"strings YAML reads as other types", `{"a":"true","b":"null","c":"1","d":"1.5","e":"~","f":"","g":"yes","h":"0x10","i":"- x","j":"a: b","k":"#c","l":"multi\nline\n","m":" lead","n":"\u00e9\t","o":"*a","p":"&a","q":"2024-01-01T00:00:00Z"}`, false},
+		{"nesting", `{"items":[{"metadata":{"name":"a","labels":{"x":"y"}},"data":{}},{"metadata":{"finalizers":["a/b","c/d"]},"list":[[],[1,[2]],{}]}],"empty":[],"obj":{}}`, false},
 		{"long key", `{"metadata":{"managedFields":[{"fieldsV1":{"` + long + `":{}}}]},"n":12345678901234567890}`, true},
 		{"long key in a list", `{"items":[{"` + long + `":"v"}]}`, true},
 	}
@@ -93,6 +96,33 @@ func TestJSONToYAML(t *testing.T) {
 			}
 			if !reflect.DeepEqual(gotV, wantV) {
 				t.Errorf("read back %v, want %v", gotV, wantV)
+			}
+		})
+	}
+}
+
+func TestListToYAML(t *testing.T) {
+	long := strings.Repeat("word ", 40) // folded by go-yaml past 80 columns
+	items := []string{
+		`{"metadata":{"name":"a","labels":{"x":"y"}},"data":{"k":"` + long + `","multi":"a\nb\n","n":"1"}}`,
+		`{"metadata":{"name":"b","finalizers":["a/b","c/d"],"annotations":{"` + strings.Repeat("k", 1100) + `":"v"}},"list":[[],[1,[2]],{}],"f":1.5}`,
+		`{}`,
+	}
+	top := map[string]json.RawMessage{"kind": json.RawMessage(`"ConfigMapList"`), "apiVersion": json.RawMessage(`"v1"`),
+		"metadata": json.RawMessage(`{"resourceVersion":"12","continue":"abc"}`)}
+	for n := 0; n <= len(items); n++ {
+		t.Run(fmt.Sprint(n, " items"), func(t *testing.T) {
+			whole := `{"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"12","continue":"abc"},"items":[` + strings.Join(items[:n], ",") + `]}`
+			want, err := jsonToYAML([]byte(whole))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := listToYAML(top, n, func(i int) ([]byte, error) { return []byte(items[i]), nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
 			}
 		})
 	}
