@@ -402,20 +402,32 @@ func (d *Daemon) MustKubectl(args ...string) KubectlResult {
 // logBuffer is an io.Writer safe for concurrent use that keeps the last
 // maxLogBytes of output.
 type logBuffer struct {
-	mu      sync.Mutex // guards buf and dropped
+	mu      sync.Mutex // guards buf, dropped and panics
 	buf     []byte
 	dropped int
+	// panics counts the handler panics net/http logged, even those
+	// dropped from buf.
+	panics int
 }
 
 func (b *logBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.panics += bytes.Count(p, []byte("http: panic serving"))
 	b.buf = append(b.buf, p...)
 	if over := len(b.buf) - maxLogBytes; over > 0 {
 		b.dropped += over
 		b.buf = append(b.buf[:0], b.buf[over:]...)
 	}
 	return len(p), nil
+}
+
+// Panics returns how many handler panics net/http has logged (it recovers
+// them and closes the connection).
+func (b *logBuffer) Panics() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.panics
 }
 
 func (b *logBuffer) String() string {

@@ -24,6 +24,9 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 	if err != nil {
 		return s.writeError(c, err)
 	}
+	if err := checkYAMLExpansion(body, s.cfg.MaxRequestBodyBytes); err != nil {
+		return s.writeError(c, err)
+	}
 	patchObj := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	if err := decodeApplyPatch(body, &patchObj.Object); err != nil {
 		return s.writeError(c, apierrors.NewBadRequest("error decoding YAML: "+err.Error()))

@@ -51,6 +51,11 @@ func (s *Server) deleteOptions(r *request, collection bool) (*metav1.DeleteOptio
 		if !ok {
 			return nil, errUnsupportedMediaType()
 		}
+		if enc == encYAML {
+			if err := checkYAMLExpansion(body, s.cfg.MaxRequestBodyBytes); err != nil {
+				return nil, err
+			}
+		}
 		var dec runtime.Decoder = s.codecs.forEncoding(enc)
 		if !collection {
 			dec = s.codecs.metaDecoder(enc)

@@ -81,6 +81,11 @@ func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validat
 			return obj, nil, nil
 		}
 	}
+	if enc == encYAML {
+		if err := checkYAMLExpansion(body, s.cfg.MaxRequestBodyBytes); err != nil {
+			return nil, nil, err
+		}
+	}
 	into := k.New()
 	def := k.GVK
 	obj, gvk, err := s.codecs.forEncoding(enc).Decode(body, &def, into)

@@ -104,7 +104,7 @@ func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object
 		if err := checkJSONPatchCost(ops, curJS, patch); err != nil {
 			return nil, nil, err
 		}
-		if patchedJS, err = ops.Apply(curJS); err != nil {
+		if patchedJS, err = applyJSONPatch(ops, curJS); err != nil {
 			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:
@@ -127,6 +127,20 @@ func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object
 		return s.strategicPatch(kind, patch, cur, validation)
 	}
 	return s.decodePatched(kind, patchedJS, strictErrs, validation, func() string { return string(patchedJS) })
+}
+
+// applyJSONPatch is ops.Apply with its panics on a malformed operation made
+// an error: json-patch v4 dereferences the missing value of a "replace" or
+// "test" of the whole document (path ""), and net/http then closes the
+// connection without an answer; kube-apiserver answers its panic filter's
+// 500. doc is this request's own copy.
+func applyJSONPatch(ops jsonpatch.Patch, doc []byte) (patched []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			patched, err = nil, fmt.Errorf("invalid JSON patch: %v", p)
+		}
+	}()
+	return ops.Apply(doc)
 }
 
 // decodePatched decodes a patched document into a new object of the
@@ -199,7 +213,7 @@ func (s *Server) strategicPatch(gvk schema.GroupVersionKind, patch []byte, cur r
 	if err != nil {
 		return nil, nil, apierrors.NewInternalError(err)
 	}
-	patched, err := strategicpatch.StrategicMergeMapPatch(orig, patchMap, schemaObj)
+	patched, err := strategicMergeMapPatch(orig, patchMap, schemaObj)
 	if err != nil {
 		return nil, nil, strategicPatchError(err)
 	}
@@ -215,6 +229,24 @@ func (s *Server) strategicPatch(gvk schema.GroupVersionKind, patch []byte, cur r
 	}
 	into.GetObjectKind().SetGroupVersionKind(gvk)
 	return finishPatched(into, strictErrs, validation, quoted)
+}
+
+// strategicMergeMapPatch is strategicpatch.StrategicMergeMapPatch with its
+// panics on a malformed patch made a 400. apimachinery uses the patch's
+// values as map keys and compares them with ==, so a $retainKeys or
+// $setElementOrder entry, or a merge key's value, that is a list or an
+// object panics ("hash of unhashable type []interface {}"), and net/http
+// then closes the connection without an answer; kube-apiserver answers
+// its panic filter's 500. Checking every such place beforehand would copy
+// the library's logic; the maps are this request's own, so nothing shared
+// is left half changed.
+func strategicMergeMapPatch(orig, patch map[string]interface{}, schemaObj runtime.Object) (patched map[string]interface{}, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			patched, err = nil, fmt.Errorf("invalid strategic merge patch: %v", p)
+		}
+	}()
+	return strategicpatch.StrategicMergeMapPatch(orig, patch, schemaObj)
 }
 
 // strategicPatchError maps strategic merge patch errors as kube-apiserver

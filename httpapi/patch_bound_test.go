@@ -1,9 +1,13 @@
 package httpapi
 
 import (
+	"net/http"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func entries(n int) []interface{} {
@@ -42,6 +46,56 @@ func TestCheckStrategicListSizes(t *testing.T) {
 			}
 			if err != nil && !apierrors.IsRequestEntityTooLargeError(err) {
 				t.Errorf("got %v, want a 413", err)
+			}
+		})
+	}
+}
+
+// TestStrategicPatch_MalformedDirectives: a strategic merge patch whose
+// directives or merge keys hold lists or objects where apimachinery
+// expects scalars is a 400, not a panic (which closed the connection
+// without an answer).
+func TestStrategicPatch_MalformedDirectives(t *testing.T) {
+	cur := &corev1.ConfigMap{
+		TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{Name: "a", Finalizers: []string{"a/b", "c/d"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "o", UID: "u1"}}},
+		Data: map[string]string{"k": "v"},
+	}
+	gvk := cur.GroupVersionKind()
+	for _, patch := range []string{
+		`{"metadata":{"$retainKeys":[["x"]]}}`,
+		`{"metadata":{"$retainKeys":[{}]}}`,
+		`{"$retainKeys":[[]],"data":{}}`,
+		`{"metadata":{"ownerReferences":[{"$retainKeys":[[]],"uid":"u1"}]}}`,
+		`{"metadata":{"$setElementOrder/finalizers":[["x"]]}}`,
+		`{"metadata":{"$setElementOrder/finalizers":[{}]}}`,
+		`{"metadata":{"$setElementOrder/ownerReferences":[{"uid":{}}],"ownerReferences":[{"uid":{}}]}}`,
+		`{"metadata":{"ownerReferences":[{"uid":["x"]}]}}`,
+	} {
+		t.Run(patch, func(t *testing.T) {
+			_, _, err := (&Server{}).strategicPatch(gvk, []byte(patch), cur.DeepCopyObject(), "")
+			if !apierrors.IsBadRequest(err) {
+				t.Errorf("got %v, want a 400", err)
+			}
+		})
+	}
+}
+
+// TestApplyPatch_JSONPatchRootWithoutValue: a JSON patch that replaces or
+// tests the whole document without a value is a 422, not a panic (which
+// closed the connection without an answer).
+func TestApplyPatch_JSONPatchRootWithoutValue(t *testing.T) {
+	cur := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "a"}}
+	for _, patch := range []string{
+		`[{"op":"replace","path":""}]`,
+		`[{"op":"test","path":""}]`,
+		`[{"op":"replace","path":"","from":"/data"}]`,
+	} {
+		t.Run(patch, func(t *testing.T) {
+			_, _, err := (&Server{}).applyPatch(types.JSONPatchType, []byte(patch), cur.DeepCopyObject(), "")
+			if err == nil || statusOf(err).Code != http.StatusUnprocessableEntity {
+				t.Errorf("got %v, want a 422", err)
 			}
 		})
 	}

@@ -9,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/yaml"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -81,7 +80,7 @@ func (s *Server) writeTyped(c echo.Context, code int, rep representation, obj ru
 // writeJSONBytes writes a JSON document in the negotiated encoding.
 func (s *Server) writeJSONBytes(c echo.Context, code int, rep representation, b []byte) error {
 	if rep.enc == encYAML {
-		y, err := yaml.JSONToYAML(b)
+		y, err := jsonToYAML(b)
 		if err != nil {
 			return s.writeError(c, err)
 		}
