@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"unicode/utf8"
 
@@ -54,6 +55,12 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 			m := accessor(obj)
 			if m.GetName() == "" {
 				m.SetName(r.ri.Name)
+			}
+			if m.GetName() != r.ri.Name {
+				// Else the object of the body's name would be created
+				// instead, and once it exists every such apply would
+				// loop here on AlreadyExists for ever.
+				return s.writeError(c, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), r.ri.Name)))
 			}
 			out, created, err := s.createObject(ctx, r, obj, "", opts.dryRun)
 			if apierrors.IsAlreadyExists(err) {
