@@ -34,7 +34,7 @@ func apiVersions(serverAddr string) *metav1.APIVersions {
 // apiResourceList is the /api/v1 or /apis/<group>/<version> document, or
 // nil when nothing is served at gv. Resources are sorted by name, each
 // subresource ("namespaces/status") right after its resource.
-func apiResourceList(reg *registry.Registry, gv schema.GroupVersion) *metav1.APIResourceList {
+func apiResourceList(reg *registry.Snapshot, gv schema.GroupVersion) *metav1.APIResourceList {
 	var resources []metav1.APIResource
 	for _, k := range reg.Kinds() {
 		if k.GroupVersion() != gv {
@@ -76,7 +76,7 @@ func apiResourceList(reg *registry.Registry, gv schema.GroupVersion) *metav1.API
 
 // apiGroupList is the /apis document: every group but the core group, in
 // kube-apiserver's order (see groupOrder).
-func apiGroupList(reg *registry.Registry) *metav1.APIGroupList {
+func apiGroupList(reg *registry.Snapshot) *metav1.APIGroupList {
 	list := &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
 		Groups:   []metav1.APIGroup{},
@@ -89,7 +89,7 @@ func apiGroupList(reg *registry.Registry) *metav1.APIGroupList {
 
 // apiGroup is the /apis/<group> document, or nil when the group is not
 // served (the core group is never served here).
-func apiGroup(reg *registry.Registry, group string) *metav1.APIGroup {
+func apiGroup(reg *registry.Snapshot, group string) *metav1.APIGroup {
 	if group == "" {
 		return nil
 	}
@@ -115,7 +115,7 @@ func apiGroupOf(group string, versions []string) *metav1.APIGroup {
 // (apidiscovery.k8s.io/v2 APIGroupDiscoveryList) of /api (core) or /apis.
 // The HTTP layer sends it as
 // "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList".
-func aggregatedDiscovery(reg *registry.Registry, core bool) *apidiscoveryv2.APIGroupDiscoveryList {
+func aggregatedDiscovery(reg *registry.Snapshot, core bool) *apidiscoveryv2.APIGroupDiscoveryList {
 	list := &apidiscoveryv2.APIGroupDiscoveryList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: apidiscoveryv2.SchemeGroupVersion.String()},
 		Items:    []apidiscoveryv2.APIGroupDiscovery{},
@@ -143,7 +143,7 @@ func aggregatedDiscovery(reg *registry.Registry, core bool) *apidiscoveryv2.APIG
 // resourceDiscovery lists the resources at gv, sorted by name, with their
 // subresources. Response kinds carry only the kind, as kube-apiserver's do
 // for resources of their own group version.
-func resourceDiscovery(reg *registry.Registry, gv schema.GroupVersion) []apidiscoveryv2.APIResourceDiscovery {
+func resourceDiscovery(reg *registry.Snapshot, gv schema.GroupVersion) []apidiscoveryv2.APIResourceDiscovery {
 	var out []apidiscoveryv2.APIResourceDiscovery
 	for _, k := range reg.Kinds() {
 		if k.GroupVersion() != gv {
@@ -206,7 +206,7 @@ func storageVersionHash(gvk schema.GroupVersionKind) string {
 
 // groupVersions returns the versions served in group, preferred first
 // (kube-aware version order: v2 before v1 before v1beta1).
-func groupVersions(reg *registry.Registry, group string) []string {
+func groupVersions(reg *registry.Snapshot, group string) []string {
 	seen := map[string]bool{}
 	var versions []string
 	for _, k := range reg.Kinds() {
@@ -249,7 +249,7 @@ var kubeGroupOrder = []string{
 }
 
 // groupOrder returns the served non-core groups in /apis order.
-func groupOrder(reg *registry.Registry) []string {
+func groupOrder(reg *registry.Snapshot) []string {
 	seen := map[string]bool{}
 	var groups []string
 	for _, k := range reg.Kinds() {

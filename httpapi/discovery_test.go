@@ -42,7 +42,7 @@ func TestAPIResourceList(t *testing.T) {
 	reg := registry.Builtin()
 
 	t.Run("core", func(t *testing.T) {
-		l := apiResourceList(reg, schema.GroupVersion{Version: "v1"})
+		l := apiResourceList(reg.Snapshot(), schema.GroupVersion{Version: "v1"})
 		if l == nil {
 			t.Fatal("no /api/v1")
 		}
@@ -74,17 +74,17 @@ func TestAPIResourceList(t *testing.T) {
 	})
 
 	t.Run("coordination.k8s.io/v1", func(t *testing.T) {
-		assertJSON(t, "/apis/coordination.k8s.io/v1", apiResourceList(reg, schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}),
+		assertJSON(t, "/apis/coordination.k8s.io/v1", apiResourceList(reg.Snapshot(), schema.GroupVersion{Group: "coordination.k8s.io", Version: "v1"}),
 			`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"coordination.k8s.io/v1","resources":[{"name":"leases","singularName":"lease","namespaced":true,"kind":"Lease","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"storageVersionHash":"gqkMMb/YqFM="}]}`)
 	})
 
 	t.Run("events.k8s.io/v1 shares the core events' storage hash", func(t *testing.T) {
-		assertJSON(t, "/apis/events.k8s.io/v1", apiResourceList(reg, schema.GroupVersion{Group: "events.k8s.io", Version: "v1"}),
+		assertJSON(t, "/apis/events.k8s.io/v1", apiResourceList(reg.Snapshot(), schema.GroupVersion{Group: "events.k8s.io", Version: "v1"}),
 			`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"events.k8s.io/v1","resources":[{"name":"events","singularName":"event","namespaced":true,"kind":"Event","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["ev"],"storageVersionHash":"r2yiGXH7wu8="}]}`)
 	})
 
 	for _, gv := range []schema.GroupVersion{{Version: "v2"}, {Group: "coordination.k8s.io", Version: "v9"}, {Group: "nope.example.com", Version: "v1"}} {
-		if l := apiResourceList(reg, gv); l != nil {
+		if l := apiResourceList(reg.Snapshot(), gv); l != nil {
 			t.Errorf("%v: got %+v, want nil", gv, l)
 		}
 	}
@@ -93,7 +93,7 @@ func TestAPIResourceList(t *testing.T) {
 func TestAPIGroupList(t *testing.T) {
 	reg := registry.Builtin()
 	// kube-apiserver lists events.k8s.io before coordination.k8s.io.
-	assertJSON(t, "/apis", apiGroupList(reg), `{"kind":"APIGroupList","apiVersion":"v1","groups":[`+
+	assertJSON(t, "/apis", apiGroupList(reg.Snapshot()), `{"kind":"APIGroupList","apiVersion":"v1","groups":[`+
 		`{"name":"events.k8s.io","versions":[{"groupVersion":"events.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"events.k8s.io/v1","version":"v1"}},`+
 		`{"name":"coordination.k8s.io","versions":[{"groupVersion":"coordination.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"coordination.k8s.io/v1","version":"v1"}}]}`)
 
@@ -108,7 +108,7 @@ func TestAPIGroupList(t *testing.T) {
 			reg.Add(&registry.Kind{GVK: gvk, Resource: "things"})
 		}
 		var got []string
-		for _, g := range apiGroupList(reg).Groups {
+		for _, g := range apiGroupList(reg.Snapshot()).Groups {
 			var versions []string
 			for _, v := range g.Versions {
 				versions = append(versions, v.Version)
@@ -141,10 +141,10 @@ func join(s []string) string {
 
 func TestAPIGroup(t *testing.T) {
 	reg := registry.Builtin()
-	assertJSON(t, "/apis/coordination.k8s.io", apiGroup(reg, "coordination.k8s.io"),
+	assertJSON(t, "/apis/coordination.k8s.io", apiGroup(reg.Snapshot(), "coordination.k8s.io"),
 		`{"kind":"APIGroup","apiVersion":"v1","name":"coordination.k8s.io","versions":[{"groupVersion":"coordination.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"coordination.k8s.io/v1","version":"v1"}}`)
 	for _, g := range []string{"", "nope.example.com"} {
-		if got := apiGroup(reg, g); got != nil {
+		if got := apiGroup(reg.Snapshot(), g); got != nil {
 			t.Errorf("%q: got %+v, want nil", g, got)
 		}
 	}
@@ -154,7 +154,7 @@ func TestAggregatedDiscovery(t *testing.T) {
 	reg := registry.Builtin()
 
 	t.Run("/api", func(t *testing.T) {
-		l := aggregatedDiscovery(reg, true)
+		l := aggregatedDiscovery(reg.Snapshot(), true)
 		if len(l.Items) != 1 {
 			t.Fatalf("got %d items, want 1", len(l.Items))
 		}
@@ -184,7 +184,7 @@ func TestAggregatedDiscovery(t *testing.T) {
 	})
 
 	t.Run("/apis", func(t *testing.T) {
-		l := aggregatedDiscovery(reg, false)
+		l := aggregatedDiscovery(reg.Snapshot(), false)
 		assertJSON(t, "items", l.Items, `[`+
 			`{"metadata":{"name":"events.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"events","responseKind":{"group":"","version":"","kind":"Event"},"scope":"Namespaced","singularResource":"event","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["ev"]}],"freshness":"Current"}]},`+
 			`{"metadata":{"name":"coordination.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"leases","responseKind":{"group":"","version":"","kind":"Lease"},"scope":"Namespaced","singularResource":"lease","verbs":["create","delete","deletecollection","get","list","patch","update","watch"]}],"freshness":"Current"}]}]`)

@@ -22,6 +22,9 @@ type request struct {
 	ri   requestInfo
 	kind *registry.Kind
 	rep  representation
+	// kinds is the registry snapshot the request started with: it sees
+	// the same kinds to its end, whatever CRDs change meanwhile.
+	kinds *registry.Snapshot
 }
 
 // gr is the request's group/resource, for error messages.
@@ -53,16 +56,17 @@ func (s *Server) serveResource(c echo.Context) error {
 		return s.notFound(c)
 	}
 	gv := schema.GroupVersion{Group: ri.Group, Version: ri.Version}
-	if ri.Prefix == "apis" && !s.groupKnown(ri.Group) {
+	kinds := s.cfg.Registry.Snapshot()
+	if ri.Prefix == "apis" && !kinds.HasGroup(ri.Group) {
 		return s.notFound(c)
 	}
 	if ri.Parts == 0 {
 		if req.Method != http.MethodGet {
 			return s.writeError(c, errMethodNotAllowed())
 		}
-		return s.serveAPIResourceList(c, gv)
+		return s.serveAPIResourceList(c, kinds, gv)
 	}
-	k := s.cfg.Registry.Lookup(gv.WithResource(ri.Resource))
+	k := kinds.Lookup(gv.WithResource(ri.Resource))
 	if k == nil {
 		return s.writeError(c, errNotFoundResource())
 	}
@@ -94,7 +98,7 @@ func (s *Server) serveResource(c echo.Context) error {
 	if !ok {
 		return s.writeError(c, errNotAcceptable())
 	}
-	r := &request{c: c, ri: ri, kind: k, rep: rep}
+	r := &request{c: c, ri: ri, kind: k, rep: rep, kinds: kinds}
 	if k.Resource == "namespaces" {
 		// A Namespace is named by its path, not namespaced by it.
 		r.ri.Namespace = ""
@@ -167,15 +171,6 @@ func checkScope(k *registry.Kind, ri requestInfo) error {
 // any served group.
 func (s *Server) notFound(c echo.Context) error {
 	return c.Blob(http.StatusNotFound, "text/plain; charset=utf-8", []byte("404 page not found\n"))
-}
-
-func (s *Server) groupKnown(group string) bool {
-	for _, k := range s.cfg.Registry.Kinds() {
-		if k.GVK.Group == group {
-			return true
-		}
-	}
-	return false
 }
 
 // readBody reads the request body up to the configured limit: 413 beyond.

@@ -44,7 +44,7 @@ func queryParams(names ...string) []oapiParam {
 }
 
 // openAPIV3Doc is the OpenAPI v3 document of one group/version.
-func openAPIV3Doc(reg *registry.Registry, gvPath string) map[string]interface{} {
+func openAPIV3Doc(reg *registry.Snapshot, gvPath string) map[string]interface{} {
 	paths := map[string]interface{}{}
 	for _, k := range reg.Kinds() {
 		if groupVersionPath(k) != gvPath {
@@ -89,9 +89,10 @@ func (s *Server) serveOpenAPIV3(c echo.Context) error {
 	sub := strings.Trim(strings.TrimPrefix(c.Request().URL.Path, "/openapi/v3"), "/")
 	if sub == "" {
 		index := map[string]map[string]map[string]string{"paths": {}}
-		for _, k := range s.cfg.Registry.Kinds() {
+		snap := s.cfg.Registry.Snapshot()
+		for _, k := range snap.Kinds() {
 			p := groupVersionPath(k)
-			b, _ := json.Marshal(openAPIV3Doc(s.cfg.Registry, p))
+			b, _ := json.Marshal(openAPIV3Doc(snap, p))
 			sum := sha256.Sum256(b)
 			index["paths"][p] = map[string]string{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:]))}
 		}
@@ -101,7 +102,7 @@ func (s *Server) serveOpenAPIV3(c echo.Context) error {
 		}
 		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", b)
 	}
-	doc := openAPIV3Doc(s.cfg.Registry, sub)
+	doc := openAPIV3Doc(s.cfg.Registry.Snapshot(), sub)
 	if len(doc["paths"].(map[string]interface{})) == 0 {
 		return s.notFound(c)
 	}

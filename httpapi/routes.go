@@ -9,6 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/edgeapi/edgeapi/registry"
 )
 
 // routes wires the echo router: discovery, health, version, and every
@@ -109,11 +111,11 @@ func (s *Server) serveAPIGroupList(c echo.Context) error {
 	if wantsAggregated(c.Request().Header.Get("Accept")) {
 		return s.writeAggregated(c, false)
 	}
-	return s.writeTyped(c, http.StatusOK, representation{}, apiGroupList(s.cfg.Registry))
+	return s.writeTyped(c, http.StatusOK, representation{}, apiGroupList(s.cfg.Registry.Snapshot()))
 }
 
 func (s *Server) writeAggregated(c echo.Context, core bool) error {
-	b, err := jsonMarshal(aggregatedDiscovery(s.cfg.Registry, core))
+	b, err := jsonMarshal(aggregatedDiscovery(s.cfg.Registry.Snapshot(), core))
 	if err != nil {
 		return s.writeError(c, err)
 	}
@@ -122,15 +124,15 @@ func (s *Server) writeAggregated(c echo.Context, core bool) error {
 }
 
 func (s *Server) serveAPIGroup(c echo.Context, group string) error {
-	g := apiGroup(s.cfg.Registry, group)
+	g := apiGroup(s.cfg.Registry.Snapshot(), group)
 	if g == nil {
 		return s.notFound(c)
 	}
 	return s.writeTyped(c, http.StatusOK, representation{}, g)
 }
 
-func (s *Server) serveAPIResourceList(c echo.Context, gv schema.GroupVersion) error {
-	l := apiResourceList(s.cfg.Registry, gv)
+func (s *Server) serveAPIResourceList(c echo.Context, kinds *registry.Snapshot, gv schema.GroupVersion) error {
+	l := apiResourceList(kinds, gv)
 	if l == nil {
 		return s.writeError(c, errNotFoundResource())
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -237,58 +238,124 @@ type WarningStrategy interface {
 	WarningsOnUpdate(obj, old runtime.Object) []string
 }
 
-// Registry is the set of served kinds. Safe for concurrent use; kinds can be
-// added at run time (CRDs).
+// Registry is the set of served kinds. Kinds can be added and removed at
+// run time (CustomResourceDefinitions), and every change publishes a new
+// immutable Snapshot: a request takes one Snapshot when it starts and sees
+// the same kinds until it ends, however the registry changes meanwhile.
+// Safe for concurrent use.
 type Registry struct {
-	// mu guards byGVR.
-	mu    sync.RWMutex
+	// mu serializes writers; readers only load cur.
+	mu  sync.Mutex
+	cur atomic.Pointer[Snapshot]
+	// changed is closed and replaced on every change (guarded by mu).
+	changed chan struct{}
+}
+
+// Snapshot is one immutable set of kinds. Its methods never block.
+type Snapshot struct {
 	byGVR map[schema.GroupVersionResource]*Kind
+	// kinds is every kind, sorted by group, version, resource.
+	kinds []*Kind
+	// gen counts the changes before this snapshot.
+	gen uint64
 }
 
 // New returns an empty registry.
 func New() *Registry {
-	return &Registry{byGVR: make(map[schema.GroupVersionResource]*Kind)}
+	r := &Registry{changed: make(chan struct{})}
+	r.cur.Store(&Snapshot{byGVR: map[schema.GroupVersionResource]*Kind{}})
+	return r
+}
+
+// Snapshot returns the current set of kinds.
+func (r *Registry) Snapshot() *Snapshot { return r.cur.Load() }
+
+// Changed returns a channel that is closed at the next change.
+func (r *Registry) Changed() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.changed
 }
 
 // Add registers k, replacing any kind with the same group/version/resource.
 func (r *Registry) Add(k *Kind) {
+	r.update(func(m map[schema.GroupVersionResource]*Kind) {
+		m[k.GVK.GroupVersion().WithResource(k.Resource)] = k
+	})
+}
+
+// Remove unregisters the kind served at gvr, if any.
+func (r *Registry) Remove(gvr schema.GroupVersionResource) {
+	r.update(func(m map[schema.GroupVersionResource]*Kind) { delete(m, gvr) })
+}
+
+// update publishes a snapshot with the changes fn makes to a copy of the
+// current kinds.
+func (r *Registry) update(fn func(map[schema.GroupVersionResource]*Kind)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.byGVR[k.GVK.GroupVersion().WithResource(k.Resource)] = k
-}
-
-// Lookup returns the kind served at gvr, or nil.
-func (r *Registry) Lookup(gvr schema.GroupVersionResource) *Kind {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	return r.byGVR[gvr]
-}
-
-// Kinds returns every registered kind, sorted by group, version, resource.
-func (r *Registry) Kinds() []*Kind {
-	r.mu.RLock()
-	out := make([]*Kind, 0, len(r.byGVR))
-	for _, k := range r.byGVR {
-		out = append(out, k)
+	old := r.cur.Load()
+	m := make(map[schema.GroupVersionResource]*Kind, len(old.byGVR)+1)
+	for gvr, k := range old.byGVR {
+		m[gvr] = k
 	}
-	r.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].GVK, out[j].GVK
+	fn(m)
+	kinds := make([]*Kind, 0, len(m))
+	for _, k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		a, b := kinds[i].GVK, kinds[j].GVK
 		if a.Group != b.Group {
 			return a.Group < b.Group
 		}
 		if a.Version != b.Version {
 			return a.Version < b.Version
 		}
-		return out[i].Resource < out[j].Resource
+		return kinds[i].Resource < kinds[j].Resource
 	})
-	return out
+	r.cur.Store(&Snapshot{byGVR: m, kinds: kinds, gen: old.gen + 1})
+	close(r.changed)
+	r.changed = make(chan struct{})
 }
 
-// HasGroupVersion reports whether any kind is served at gv.
+// Lookup returns the kind served at gvr in the current snapshot, or nil.
+func (r *Registry) Lookup(gvr schema.GroupVersionResource) *Kind { return r.Snapshot().Lookup(gvr) }
+
+// Kinds returns every kind of the current snapshot; see Snapshot.Kinds.
+func (r *Registry) Kinds() []*Kind { return r.Snapshot().Kinds() }
+
+// HasGroupVersion reports whether the current snapshot serves any kind at
+// gv.
 func (r *Registry) HasGroupVersion(gv schema.GroupVersion) bool {
-	for _, k := range r.Kinds() {
+	return r.Snapshot().HasGroupVersion(gv)
+}
+
+// Lookup returns the kind served at gvr, or nil.
+func (s *Snapshot) Lookup(gvr schema.GroupVersionResource) *Kind { return s.byGVR[gvr] }
+
+// Kinds returns every kind, sorted by group, version, resource. The slice
+// is shared: callers must not modify it.
+func (s *Snapshot) Kinds() []*Kind { return s.kinds }
+
+// Generation counts the registry changes before this snapshot; two
+// snapshots with the same generation hold the same kinds.
+func (s *Snapshot) Generation() uint64 { return s.gen }
+
+// HasGroupVersion reports whether any kind is served at gv.
+func (s *Snapshot) HasGroupVersion(gv schema.GroupVersion) bool {
+	for _, k := range s.kinds {
 		if k.GroupVersion() == gv {
+			return true
+		}
+	}
+	return false
+}
+
+// HasGroup reports whether any kind is served in group.
+func (s *Snapshot) HasGroup(group string) bool {
+	for _, k := range s.kinds {
+		if k.GVK.Group == group {
 			return true
 		}
 	}
