@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
+	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
 
@@ -52,7 +53,7 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 			if err != nil {
 				return s.writeError(c, applyError(err))
 			}
-			m := accessor(obj)
+			m := registry.Accessor(obj)
 			if m.GetName() == "" {
 				m.SetName(r.ri.Name)
 			}

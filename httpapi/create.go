@@ -120,7 +120,7 @@ func (s *Server) handleCreate(r *request) error {
 // For a dry run nothing is stored and the returned store.Object is empty.
 func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Object, manager string, dryRun bool) (runtime.Object, store.Object, error) {
 	k := r.kind
-	m := accessor(obj)
+	m := registry.Accessor(obj)
 	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
 		return nil, store.Object{}, err
 	}
@@ -142,7 +142,7 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 		live := k.New()
 		live.GetObjectKind().SetGroupVersionKind(k.GVK)
 		obj = fm.UpdateNoErrors(live, obj, manager)
-		m = accessor(obj)
+		m = registry.Accessor(obj)
 	}
 	m.SetDeletionTimestamp(nil)
 	m.SetDeletionGracePeriodSeconds(nil)
@@ -168,7 +168,7 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 	}
 	gr := schema.GroupResource{Group: k.GVK.Group, Resource: k.Resource}
 	for attempt := 0; ; attempt++ {
-		value, err := encodeStorage(k, obj)
+		value, err := k.EncodeStorage(obj)
 		if err != nil {
 			return nil, store.Object{}, apierrors.NewInternalError(err)
 		}
@@ -195,8 +195,8 @@ func (s *Server) markBeingDeleted(ctx context.Context, k *registry.Kind, m metav
 	if gerr != nil {
 		return
 	}
-	old, derr := decodeStored(k, cur.Value)
-	if derr != nil || accessor(old).GetDeletionTimestamp() == nil {
+	old, derr := k.DecodeStored(cur.Value)
+	if derr != nil || registry.Accessor(old).GetDeletionTimestamp() == nil {
 		return
 	}
 	var se *apierrors.StatusError

@@ -135,11 +135,11 @@ func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, 
 		if err != nil {
 			return deleteResult{}, storeError(err, gr, name)
 		}
-		obj, err := decodeStored(k, cur.Value)
+		obj, err := k.DecodeStored(cur.Value)
 		if err != nil {
 			return deleteResult{}, apierrors.NewInternalError(err)
 		}
-		m := accessor(obj)
+		m := registry.Accessor(obj)
 		if p := opts.Preconditions; p != nil {
 			if p.UID != nil && *p.UID != m.GetUID() {
 				return deleteResult{}, apierrors.NewConflict(schema.GroupResource{Resource: k.GVK.Kind}, name, fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *p.UID, m.GetUID()))
@@ -156,7 +156,7 @@ func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, 
 			if dryRun {
 				return deleteResult{obj: obj}, nil
 			}
-			value, err := encodeStorage(k, obj)
+			value, err := k.EncodeStorage(obj)
 			if err != nil {
 				return deleteResult{}, apierrors.NewInternalError(err)
 			}
@@ -189,7 +189,7 @@ func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, 
 // deletionTimestamp. marked reports whether the object stays; changed
 // whether obj was modified.
 func markForDeletion(k *registry.Kind, obj runtime.Object, opts *metav1.DeleteOptions) (marked, changed bool) {
-	m := accessor(obj)
+	m := registry.Accessor(obj)
 	finalizers := m.GetFinalizers()
 	policy := metav1.DeletePropagationBackground
 	if opts.PropagationPolicy != nil {

@@ -60,7 +60,7 @@ func (s *Server) expireEvents(ctx context.Context, now time.Time) error {
 		return err
 	}
 	for _, o := range res.Objects {
-		obj, err := decodeStored(k, o.Value)
+		obj, err := k.DecodeStored(o.Value)
 		if err != nil {
 			continue
 		}

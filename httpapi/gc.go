@@ -644,11 +644,11 @@ func (gc *garbageCollector) deleteDependentsForeground(ctx context.Context, k *r
 // removeOwnerRefs drops the references to uids from the object at key.
 func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, k *registry.Kind, key store.Key, uids []types.UID) error {
 	_, err := gc.s.cfg.Store.GuaranteedUpdate(ctx, key, func(cur store.Object) ([]byte, error) {
-		obj, err := decodeStored(k, cur.Value)
+		obj, err := k.DecodeStored(cur.Value)
 		if err != nil {
 			return nil, err
 		}
-		m := accessor(obj)
+		m := registry.Accessor(obj)
 		drop := make(map[types.UID]bool, len(uids))
 		for _, u := range uids {
 			drop[u] = true
@@ -660,7 +660,7 @@ func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, k *registry.Kin
 			}
 		}
 		m.SetOwnerReferences(keep)
-		return encodeStorage(k, obj)
+		return k.EncodeStorage(obj)
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		gc.s.log.Sugar().Warnw("garbage collector remove owner reference", "key", key, "error", err)
@@ -677,11 +677,11 @@ func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kin
 		if err != nil {
 			return
 		}
-		obj, err := decodeStored(k, cur.Value)
+		obj, err := k.DecodeStored(cur.Value)
 		if err != nil {
 			return
 		}
-		m := accessor(obj)
+		m := registry.Accessor(obj)
 		if m.GetUID() != uid || !hasString(m.GetFinalizers(), finalizer) {
 			return
 		}
@@ -691,7 +691,7 @@ func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kin
 			_, err = gc.s.cfg.Store.Delete(ctx, key, pre)
 		} else {
 			var value []byte
-			if value, err = encodeStorage(k, obj); err == nil {
+			if value, err = k.EncodeStorage(obj); err == nil {
 				_, err = gc.s.cfg.Store.Update(ctx, key, pre, value)
 			}
 		}

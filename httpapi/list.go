@@ -150,7 +150,7 @@ func matcher(k *registry.Kind, ls labels.Selector, fs fields.Selector) func(*sto
 			}
 		}
 		if needObject {
-			obj, err := decodeStored(k, o.Value)
+			obj, err := k.DecodeStored(o.Value)
 			if err != nil || !fs.Matches(k.FieldSet(obj)) {
 				return false
 			}

@@ -206,7 +206,7 @@ func (s *Server) finalizeNamespaces(ctx context.Context) error {
 		return err
 	}
 	for _, o := range res.Objects {
-		obj, err := decodeStored(nk, o.Value)
+		obj, err := nk.DecodeStored(o.Value)
 		if err != nil {
 			return err
 		}
@@ -288,14 +288,14 @@ func (s *Server) removeNamespace(ctx context.Context, nk *registry.Kind, name st
 		if err != nil {
 			return err
 		}
-		obj, err := decodeStored(nk, cur.Value)
+		obj, err := nk.DecodeStored(cur.Value)
 		if err != nil {
 			return err
 		}
 		ns := obj.(*corev1.Namespace)
 		ns.Spec.Finalizers = nil
 		if len(ns.Finalizers) > 0 {
-			value, err := encodeStorage(nk, ns)
+			value, err := nk.EncodeStorage(ns)
 			if err != nil {
 				return err
 			}

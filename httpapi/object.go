@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -172,64 +171,12 @@ func summarizeData(data []byte, maxLength int) string {
 	}
 }
 
-// encodeStorage returns the bytes the store keeps for obj: its JSON in the
-// storage version, without kind and apiVersion (they are spliced back on
-// the way out, and list items carry none).
-func encodeStorage(k *registry.Kind, obj runtime.Object) ([]byte, error) {
-	if k.ToStorage != nil {
-		var err error
-		if obj, err = k.ToStorage(obj); err != nil {
-			return nil, fmt.Errorf("convert to storage version: %w", err)
-		}
-	}
-	// kind, apiVersion and resourceVersion are left out: the first two are
-	// spliced in on the way out, the store stamps the last.
-	ok := obj.GetObjectKind()
-	gvk := ok.GroupVersionKind()
-	ok.SetGroupVersionKind(schema.GroupVersionKind{})
-	m := accessor(obj)
-	rv := m.GetResourceVersion()
-	m.SetResourceVersion("")
-	b, err := json.Marshal(obj)
-	m.SetResourceVersion(rv)
-	ok.SetGroupVersionKind(gvk)
-	if err != nil {
-		return nil, fmt.Errorf("encode object: %w", err)
-	}
-	return b, nil
-}
-
-// decodeStored decodes stored bytes into an object of k's served version,
-// with kind and apiVersion set.
-func decodeStored(k *registry.Kind, value []byte) (runtime.Object, error) {
-	var obj runtime.Object
-	if k.FromStorage != nil {
-		o, err := registry.Scheme.New(k.StorageGVK)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(value, o); err != nil {
-			return nil, fmt.Errorf("decode stored object: %w", err)
-		}
-		if obj, err = k.FromStorage(o); err != nil {
-			return nil, err
-		}
-	} else {
-		obj = k.New()
-		if err := json.Unmarshal(value, obj); err != nil {
-			return nil, fmt.Errorf("decode stored object: %w", err)
-		}
-	}
-	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
-	return obj, nil
-}
-
 // objectJSON returns the JSON of a stored object as served: stored bytes
 // with kind and apiVersion spliced in front, or a conversion for kinds
 // stored in another version.
 func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
 	if k.FromStorage != nil {
-		obj, err := decodeStored(k, value)
+		obj, err := k.DecodeStored(value)
 		if err != nil {
 			return nil, err
 		}
@@ -262,21 +209,12 @@ func itemJSON(k *registry.Kind, value []byte) ([]byte, error) {
 	if k.FromStorage == nil {
 		return value, nil
 	}
-	obj, err := decodeStored(k, value)
+	obj, err := k.DecodeStored(value)
 	if err != nil {
 		return nil, err
 	}
 	obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
 	return json.Marshal(obj)
-}
-
-// accessor returns obj's metadata accessor; every registered kind has one.
-func accessor(obj runtime.Object) metav1.Object {
-	m, err := meta.Accessor(obj)
-	if err != nil {
-		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
-	}
-	return m
 }
 
 // normalize does what kube-apiserver's decoding does beyond JSON: defaulting

@@ -109,7 +109,7 @@ func (s *Server) writeStored(c echo.Context, code int, rep representation, k *re
 			"you requested PartialObjectMetadataList, but the requested object is not a list ("+k.InternalTypeName(false)+")"))
 	}
 	if rep.enc == encProtobuf {
-		obj, err := decodeStored(k, value)
+		obj, err := k.DecodeStored(value)
 		if err != nil {
 			return s.writeError(c, err)
 		}
@@ -125,11 +125,11 @@ func (s *Server) writeStored(c echo.Context, code int, rep representation, k *re
 // writeNew writes an object that is not (or not yet) stored: a dry-run
 // result.
 func (s *Server) writeNew(c echo.Context, code int, rep representation, k *registry.Kind, obj runtime.Object) error {
-	value, err := encodeStorage(k, obj)
+	value, err := k.EncodeStorage(obj)
 	if err != nil {
 		return s.writeError(c, err)
 	}
-	if rv := accessor(obj).GetResourceVersion(); rv != "" {
+	if rv := registry.Accessor(obj).GetResourceVersion(); rv != "" {
 		// A dry-run update answers with the stored resourceVersion.
 		if n, perr := strconv.ParseInt(rv, 10, 64); perr == nil {
 			if value, err = store.StampRevision(value, n); err != nil {

@@ -52,7 +52,7 @@ func (s *Server) tableFor(k *registry.Kind, rep representation, values [][]byte,
 		t.ListMeta = *listMeta
 	}
 	for _, v := range values {
-		obj, err := decodeStored(k, v)
+		obj, err := k.DecodeStored(v)
 		if err != nil {
 			return nil, err
 		}
@@ -81,7 +81,7 @@ func (s *Server) tableFor(k *registry.Kind, rep representation, values [][]byte,
 		}
 		t.Rows = append(t.Rows, row)
 		if listMeta == nil {
-			t.ResourceVersion = accessor(obj).GetResourceVersion()
+			t.ResourceVersion = registry.Accessor(obj).GetResourceVersion()
 		}
 	}
 	return t, nil

@@ -41,7 +41,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 	gr := r.gr()
 	var res updateResult
 	tryUpdate := func(cur store.Object) ([]byte, error) {
-		old, err := decodeStored(k, cur.Value)
+		old, err := k.DecodeStored(cur.Value)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -52,12 +52,12 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 		if obj, err = s.beforeUpdate(r, obj, old, subresource, manager); err != nil {
 			return nil, err
 		}
-		m := accessor(obj)
+		m := registry.Accessor(obj)
 		if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 {
 			res.obj = obj
 			return nil, errDeleteInstead
 		}
-		value, err := encodeStorage(k, obj)
+		value, err := k.EncodeStorage(obj)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
@@ -93,7 +93,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 			}
 			// The answer is the object as updated, with the resourceVersion
 			// it had before the delete, as kube-apiserver answers.
-			value, err := encodeStorage(k, res.obj)
+			value, err := k.EncodeStorage(res.obj)
 			if err != nil {
 				return res, apierrors.NewInternalError(err)
 			}
@@ -125,7 +125,7 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 		}
 		obj = fm.UpdateNoErrors(old, obj, manager)
 	}
-	m, om := accessor(obj), accessor(old)
+	m, om := registry.Accessor(obj), registry.Accessor(old)
 	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	}
 	// A write that changes nothing keeps managedFields' times too.
 	if equality.Semantic.DeepEqual(stripManagedTimes(obj), stripManagedTimes(old)) {
-		accessor(obj).SetManagedFields(om.GetManagedFields())
+		registry.Accessor(obj).SetManagedFields(om.GetManagedFields())
 	}
 	return obj, nil
 }
@@ -208,7 +208,7 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 // no-op detection.
 func stripManagedTimes(obj runtime.Object) runtime.Object {
 	c := obj.DeepCopyObject()
-	m := accessor(c)
+	m := registry.Accessor(c)
 	mf := m.GetManagedFields()
 	for i := range mf {
 		mf[i].Time = nil
@@ -224,10 +224,10 @@ func (s *Server) handleUpdate(r *request) error {
 	if err != nil {
 		return s.writeError(c, err)
 	}
-	if name := accessor(obj).GetName(); name != r.ri.Name {
+	if name := registry.Accessor(obj).GetName(); name != r.ri.Name {
 		return s.writeError(c, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", name, r.ri.Name)))
 	}
-	if err := checkNamespace(k, accessor(obj), r.ri.Namespace); err != nil {
+	if err := checkNamespace(k, registry.Accessor(obj), r.ri.Namespace); err != nil {
 		return s.writeError(c, err)
 	}
 	manager := managerName(opts.fieldManager, c.Request().UserAgent())
@@ -236,7 +236,7 @@ func (s *Server) handleUpdate(r *request) error {
 	})
 	if apierrors.IsNotFound(err) && k.AllowCreateOnUpdate && r.ri.Subresource == "" {
 		// Events and Leases are created by PUT, as in kube-apiserver.
-		if accessor(obj).GetResourceVersion() != "" {
+		if registry.Accessor(obj).GetResourceVersion() != "" {
 			return s.writeError(c, err)
 		}
 		out, created, cerr := s.createObject(c.Request().Context(), r, obj, manager, opts.dryRun)

@@ -480,7 +480,7 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 	switch {
 	case ws.proto:
 		line = ws.shared(ev, typ, func() []byte {
-			obj, err := decodeStored(k, value)
+			obj, err := k.DecodeStored(value)
 			if err != nil {
 				return nil
 			}
@@ -573,7 +573,7 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 	k := ws.kind
 	if ws.proto {
 		obj := k.New()
-		m := accessor(obj)
+		m := registry.Accessor(obj)
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		if initialEnd {
 			m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})

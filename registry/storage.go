@@ -1,0 +1,75 @@
+package registry
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// This file is how a kind's objects are kept in the store: JSON of the
+// storage version, without kind, apiVersion and resourceVersion.
+
+// EncodeStorage returns the bytes the store keeps for obj: its JSON in the
+// storage version, without kind and apiVersion (they are spliced back on
+// the way out, and list items carry none).
+func (k *Kind) EncodeStorage(obj runtime.Object) ([]byte, error) {
+	if k.ToStorage != nil {
+		var err error
+		if obj, err = k.ToStorage(obj); err != nil {
+			return nil, fmt.Errorf("convert to storage version: %w", err)
+		}
+	}
+	// kind, apiVersion and resourceVersion are left out: the first two are
+	// spliced in on the way out, the store stamps the last.
+	ok := obj.GetObjectKind()
+	gvk := ok.GroupVersionKind()
+	ok.SetGroupVersionKind(schema.GroupVersionKind{})
+	m := Accessor(obj)
+	rv := m.GetResourceVersion()
+	m.SetResourceVersion("")
+	b, err := json.Marshal(obj)
+	m.SetResourceVersion(rv)
+	ok.SetGroupVersionKind(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("encode object: %w", err)
+	}
+	return b, nil
+}
+
+// DecodeStored decodes stored bytes into an object of k's served version,
+// with kind and apiVersion set.
+func (k *Kind) DecodeStored(value []byte) (runtime.Object, error) {
+	var obj runtime.Object
+	if k.FromStorage != nil {
+		o, err := Scheme.New(k.StorageGVK)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(value, o); err != nil {
+			return nil, fmt.Errorf("decode stored object: %w", err)
+		}
+		if obj, err = k.FromStorage(o); err != nil {
+			return nil, err
+		}
+	} else {
+		obj = k.New()
+		if err := json.Unmarshal(value, obj); err != nil {
+			return nil, fmt.Errorf("decode stored object: %w", err)
+		}
+	}
+	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+	return obj, nil
+}
+
+// Accessor returns obj's metadata accessor; every registered kind has one.
+func Accessor(obj runtime.Object) metav1.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
+	}
+	return m
+}
