@@ -18,6 +18,7 @@ import (
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"go.uber.org/zap"
 
+	"github.com/edgeapi/edgeapi/controller"
 	"github.com/edgeapi/edgeapi/httpapi"
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -61,6 +62,7 @@ type daemon struct {
 	unlock func()
 	db     *store.DB
 	api    *httpapi.Server
+	ctrl   *controller.Manager
 	ln     net.Listener
 	srv    *http.Server
 }
@@ -113,11 +115,11 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	}
 	addr := clientAddress(d.ln.Addr())
 
+	reg := registry.Builtin()
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,
-		Registry:            registry.Builtin(),
+		Registry:            reg,
 		Logger:              log.Named("http"),
-		EventTTL:            time.Duration(cfg.EventTTL),
 		MaxRequestBodyBytes: int64(cfg.MaxRequestBody),
 		ServerAddress:       addr,
 		RequestTimeout:      time.Duration(cfg.RequestTimeout),
@@ -136,12 +138,20 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
 
-	// The API's background loops (namespace finalization, Event expiry)
-	// must outlive the signal that cancels ctx: Close stops them, in
-	// order, during shutdown.
+	// The API and the controllers must outlive the signal that cancels
+	// ctx: Close stops them, in order, during shutdown.
 	if err := d.api.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start api server: %w", err)
 	}
+	d.ctrl = controller.New(controller.Config{
+		Store:      d.db,
+		Registry:   reg,
+		Objects:    d.api,
+		WatchCache: d.api.WatchCache(),
+		EventTTL:   time.Duration(cfg.EventTTL),
+		Logger:     log.Named("controller"),
+	})
+	d.ctrl.Start(context.WithoutCancel(ctx))
 
 	d.srv = &http.Server{
 		Handler:           d.handler(d.api.Handler()),
@@ -263,6 +273,8 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 	}()
 	go func() {
 		defer wg.Done()
+		// The controllers follow the API's watch cache: stop them first.
+		d.ctrl.Close()
 		apiErr = d.api.Close(ctx)
 	}()
 	wg.Wait()
@@ -331,6 +343,9 @@ func (d *daemon) handler(api http.Handler) http.Handler {
 
 // closeOpened releases what startDaemon opened before it failed.
 func (d *daemon) closeOpened() {
+	if d.ctrl != nil {
+		d.ctrl.Close()
+	}
 	if d.api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		if err := d.api.Close(ctx); err != nil {

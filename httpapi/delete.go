@@ -167,7 +167,6 @@ func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, 
 			if err != nil {
 				return deleteResult{}, storeError(err, gr, name)
 			}
-			s.kickNamespaces(k)
 			return deleteResult{stored: updated}, nil
 		}
 		if dryRun {

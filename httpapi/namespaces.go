@@ -2,11 +2,9 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,15 +24,8 @@ import (
 // bootstrapNamespaces exist from the first start.
 var bootstrapNamespaces = []string{"default", "kube-system", "kube-public", "kube-node-lease"}
 
-// namespaceSweepInterval is how often terminating namespaces are looked at
-// even without a kick. A var so tests can shorten it.
-var namespaceSweepInterval = 5 * time.Second
-
 func (s *Server) key(k *registry.Kind, namespace, name string) store.Key {
-	if !k.Namespaced {
-		namespace = ""
-	}
-	return store.Key{Resource: k.StorageResource, Namespace: namespace, Name: name}
+	return k.StoreKey(namespace, name)
 }
 
 func (s *Server) namespaceKind() *registry.Kind {
@@ -82,7 +73,7 @@ func (n *namespaceStates) observe(events []store.Event) {
 		if ev.Type == store.Deleted {
 			delete(n.terminating, ev.Object.Key.Name)
 		} else {
-			n.terminating[ev.Object.Key.Name] = hasDeletionTimestamp(ev.Object.Value)
+			n.terminating[ev.Object.Key.Name] = registry.HasDeletionTimestamp(ev.Object.Value)
 		}
 		n.mu.Unlock()
 	}
@@ -93,15 +84,6 @@ func (n *namespaceStates) get(name string) (exists, terminating bool) {
 	defer n.mu.RUnlock()
 	t, ok := n.terminating[name]
 	return ok, t
-}
-
-func hasDeletionTimestamp(value []byte) bool {
-	var m struct {
-		Metadata struct {
-			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
-		} `json:"metadata"`
-	}
-	return json.Unmarshal(value, &m) == nil && m.Metadata.DeletionTimestamp != nil
 }
 
 // loadNamespaces fills the namespace states from the store. Called once,
@@ -115,7 +97,7 @@ func (s *Server) loadNamespaces(ctx context.Context) error {
 	defer s.namespaces.mu.Unlock()
 	for _, o := range res.Objects {
 		if _, seen := s.namespaces.terminating[o.Key.Name]; !seen {
-			s.namespaces.terminating[o.Key.Name] = hasDeletionTimestamp(o.Value)
+			s.namespaces.terminating[o.Key.Name] = registry.HasDeletionTimestamp(o.Value)
 		}
 	}
 	return nil
@@ -166,151 +148,4 @@ func markNamespace(obj runtime.Object, finalizers []string) (marked, changed boo
 		return false, false
 	}
 	return true, changed
-}
-
-// kickNamespaces wakes the namespace controller after a namespace was
-// marked for deletion.
-func (s *Server) kickNamespaces(k *registry.Kind) {
-	if k.Resource != "namespaces" {
-		return
-	}
-	select {
-	case s.nsKick <- struct{}{}:
-	default:
-	}
-}
-
-// runNamespaceController finalizes terminating namespaces until ctx ends.
-func (s *Server) runNamespaceController(ctx context.Context) {
-	t := time.NewTicker(namespaceSweepInterval)
-	defer t.Stop()
-	for {
-		if err := s.finalizeNamespaces(ctx); err != nil && ctx.Err() == nil {
-			s.log.Sugar().Warnw("finalize namespaces", "error", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.nsKick:
-		case <-t.C:
-		}
-	}
-}
-
-// finalizeNamespaces deletes the contents of every terminating namespace
-// and removes the namespace once it is empty.
-func (s *Server) finalizeNamespaces(ctx context.Context) error {
-	nk := s.namespaceKind()
-	res, err := s.cfg.Store.List(ctx, store.ListOptions{Resource: nk.StorageResource})
-	if err != nil {
-		return err
-	}
-	for _, o := range res.Objects {
-		obj, err := nk.DecodeStored(o.Value)
-		if err != nil {
-			return err
-		}
-		ns := obj.(*corev1.Namespace)
-		if ns.DeletionTimestamp == nil {
-			continue
-		}
-		empty, err := s.emptyNamespace(ctx, ns.Name)
-		if err != nil {
-			return err
-		}
-		if !empty {
-			// Objects with finalizers remain; look again soon.
-			s.retryNamespacesSoon(ctx)
-			continue
-		}
-		if err := s.removeNamespace(ctx, nk, ns.Name); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (s *Server) retryNamespacesSoon(ctx context.Context) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		select {
-		case <-ctx.Done():
-		case <-time.After(500 * time.Millisecond):
-			select {
-			case s.nsKick <- struct{}{}:
-			default:
-			}
-		}
-	}()
-}
-
-// emptyNamespace deletes every object in namespace; it reports whether
-// nothing is left.
-func (s *Server) emptyNamespace(ctx context.Context, namespace string) (bool, error) {
-	empty := true
-	seen := map[string]bool{}
-	bg := metav1.DeletePropagationBackground
-	for _, k := range s.cfg.Registry.Kinds() {
-		if !k.Namespaced || seen[k.StorageResource] {
-			continue
-		}
-		seen[k.StorageResource] = true
-		res, err := s.cfg.Store.List(ctx, store.ListOptions{Resource: k.StorageResource, Namespace: namespace})
-		if err != nil {
-			return false, err
-		}
-		for _, o := range res.Objects {
-			dr, err := s.deleteObject(ctx, k, namespace, o.Key.Name, &metav1.DeleteOptions{PropagationPolicy: &bg})
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return false, err
-			}
-			if !dr.deleted {
-				empty = false
-			}
-		}
-	}
-	return empty, nil
-}
-
-// removeNamespace clears the "kubernetes" finalizer and deletes the
-// namespace when no other finalizer holds it.
-func (s *Server) removeNamespace(ctx context.Context, nk *registry.Kind, name string) error {
-	key := s.key(nk, "", name)
-	for {
-		cur, err := s.cfg.Store.Get(ctx, key)
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		obj, err := nk.DecodeStored(cur.Value)
-		if err != nil {
-			return err
-		}
-		ns := obj.(*corev1.Namespace)
-		ns.Spec.Finalizers = nil
-		if len(ns.Finalizers) > 0 {
-			value, err := nk.EncodeStorage(ns)
-			if err != nil {
-				return err
-			}
-			if _, err := s.cfg.Store.Update(ctx, key, store.Preconditions{ModRev: cur.ModRev}, value); errors.Is(err, store.ErrConflict) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			return nil
-		}
-		if _, err := s.cfg.Store.Delete(ctx, key, store.Preconditions{ModRev: cur.ModRev}); errors.Is(err, store.ErrConflict) {
-			continue
-		} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-			return err
-		}
-		return nil
-	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -23,9 +24,6 @@ const (
 	// DefaultMaxRequestBodyBytes is kube-apiserver's limit for a request
 	// body (3 MiB); larger bodies get 413.
 	DefaultMaxRequestBodyBytes = 3 << 20
-	// DefaultEventTTL is how long Events live, like kube-apiserver's
-	// --event-ttl.
-	DefaultEventTTL = time.Hour
 	// DefaultIdleTimeout is how long a connection handed back after a
 	// watch waits for its next request, as http.Server's IdleTimeout
 	// (kube-apiserver: 90 s).
@@ -40,8 +38,6 @@ type Config struct {
 	Registry *registry.Registry
 	// Logger receives request and error logs; nil means no logging.
 	Logger *zap.Logger
-	// EventTTL is how long Events live (DefaultEventTTL when zero).
-	EventTTL time.Duration
 	// MaxRequestBodyBytes bounds request bodies
 	// (DefaultMaxRequestBodyBytes when zero).
 	MaxRequestBodyBytes int64
@@ -60,9 +56,8 @@ type Config struct {
 	IdleTimeout time.Duration
 }
 
-// Server is the API server. Create it with New, call Start to run its
-// background loops (namespace finalization, Event expiry), serve Handler, and
-// call Close on shutdown.
+// Server is the API server. Create it with New, call Start, serve Handler,
+// and call Close on shutdown.
 type Server struct {
 	cfg           Config
 	log           *zap.Logger
@@ -70,8 +65,6 @@ type Server struct {
 	codecs        *codecs
 	fieldManagers *fieldManagers
 
-	// nsKick wakes the namespace controller.
-	nsKick chan struct{}
 	// namespaces mirrors namespace existence for create admission.
 	namespaces            namespaceStates
 	unsubscribeNamespaces func()
@@ -108,9 +101,6 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	if cfg.EventTTL == 0 {
-		cfg.EventTTL = DefaultEventTTL
-	}
 	if cfg.MaxRequestBodyBytes == 0 {
 		cfg.MaxRequestBodyBytes = DefaultMaxRequestBodyBytes
 	}
@@ -122,7 +112,6 @@ func New(cfg Config) (*Server, error) {
 		log:           cfg.Logger,
 		codecs:        newCodecs(),
 		fieldManagers: newFieldManagers(),
-		nsKick:        make(chan struct{}, 1),
 		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
 		handoff:       newHandoffListener(cfg.IdleTimeout),
 	}
@@ -191,8 +180,9 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// Start creates the system namespaces if missing and runs the background
-// loops (namespace finalization, Event expiry) until Close or ctx ends.
+// Start creates the system namespaces if missing. The controllers that
+// act on objects (garbage collection, namespace finalization, Event
+// expiry) run outside the HTTP layer, in package controller.
 func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadNamespaces(ctx); err != nil {
 		return fmt.Errorf("start api server: %w", err)
@@ -201,19 +191,6 @@ func (s *Server) Start(ctx context.Context) error {
 		return fmt.Errorf("start api server: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.wg.Add(3)
-	go func() {
-		defer s.wg.Done()
-		newGarbageCollector(s).run(ctx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.runNamespaceController(ctx)
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.runEventExpiry(ctx)
-	}()
 	// Parse the served kinds' schemas off the request path.
 	go s.fieldManagers.typeConverter()
 	return nil
@@ -236,4 +213,17 @@ func (s *Server) Close(ctx context.Context) error {
 		close(s.stopWorkers)
 	}
 	return nil
+}
+
+// WatchCache returns the watch cache that serves the server's watches,
+// for controllers that follow the store with it.
+func (s *Server) WatchCache() *store.WatchCache { return s.watchCache }
+
+// DeleteObject deletes an object of kind k as a DELETE request with opts
+// does (finalizers, propagation, preconditions); deleted reports that it
+// is gone rather than marked. Errors are Status errors. It is how the
+// controllers delete (controller.Objects).
+func (s *Server) DeleteObject(ctx context.Context, k *registry.Kind, namespace, name string, opts *metav1.DeleteOptions) (deleted bool, err error) {
+	res, err := s.deleteObject(ctx, k, namespace, name, opts)
+	return res.deleted, err
 }

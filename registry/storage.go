@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // This file is how a kind's objects are kept in the store: JSON of the
@@ -72,4 +74,24 @@ func Accessor(obj runtime.Object) metav1.Object {
 		panic(fmt.Sprintf("object %T has no metadata: %v", obj, err))
 	}
 	return m
+}
+
+// StoreKey is the store key of the kind's object namespace/name; the
+// namespace is dropped for cluster-scoped kinds.
+func (k *Kind) StoreKey(namespace, name string) store.Key {
+	if !k.Namespaced {
+		namespace = ""
+	}
+	return store.Key{Resource: k.StorageResource, Namespace: namespace, Name: name}
+}
+
+// HasDeletionTimestamp reports whether a stored value has
+// metadata.deletionTimestamp.
+func HasDeletionTimestamp(value []byte) bool {
+	var m struct {
+		Metadata struct {
+			DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	return json.Unmarshal(value, &m) == nil && m.Metadata.DeletionTimestamp != nil
 }

@@ -1,10 +1,11 @@
-package httpapi
+package controller
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -70,7 +71,7 @@ func parseGCMeta(value []byte) (*gcMeta, error) {
 
 // garbageCollector keeps an index from owner UID to dependents.
 type garbageCollector struct {
-	s *Server
+	m *Manager
 
 	// mu guards dependents and ownersOf.
 	mu         sync.Mutex
@@ -84,8 +85,8 @@ type garbageCollector struct {
 	scanned map[types.UID]int64
 }
 
-func newGarbageCollector(s *Server) *garbageCollector {
-	return &garbageCollector{s: s, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}, deleted: map[types.UID]bool{}, scanned: map[types.UID]int64{}}
+func newGarbageCollector(m *Manager) *garbageCollector {
+	return &garbageCollector{m: m, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}, deleted: map[types.UID]bool{}, scanned: map[types.UID]int64{}}
 }
 
 // index records key's owner references (none when refs is empty).
@@ -169,10 +170,10 @@ func (gc *garbageCollector) deletedInLog(ctx context.Context, uids []types.UID) 
 	gc.mu.Unlock()
 	found := map[types.UID]bool{}
 	for {
-		if c := gc.s.cfg.Store.CompactedRev(); after < c {
+		if c := gc.m.cfg.Store.CompactedRev(); after < c {
 			after = c
 		}
-		events, err := gc.s.cfg.Store.Changes(ctx, after, 1000)
+		events, err := gc.m.cfg.Store.Changes(ctx, after, 1000)
 		if errors.Is(err, store.ErrCompacted) {
 			continue
 		}
@@ -217,12 +218,12 @@ func (gc *garbageCollector) loadDeletedOwners(ctx context.Context) error {
 	if len(wanted) == 0 {
 		return nil
 	}
-	after := gc.s.cfg.Store.CompactedRev()
+	after := gc.m.cfg.Store.CompactedRev()
 	for {
-		events, err := gc.s.cfg.Store.Changes(ctx, after, 1000)
+		events, err := gc.m.cfg.Store.Changes(ctx, after, 1000)
 		if err != nil {
 			if errors.Is(err, store.ErrCompacted) {
-				after = gc.s.cfg.Store.CompactedRev()
+				after = gc.m.cfg.Store.CompactedRev()
 				continue
 			}
 			return err
@@ -253,7 +254,7 @@ func (gc *garbageCollector) dependentsOf(uid types.UID) []store.Key {
 // kinds the collector handles.
 func (gc *garbageCollector) kindsByStorage() map[string]*registry.Kind {
 	out := map[string]*registry.Kind{}
-	for _, k := range gc.s.cfg.Registry.Kinds() {
+	for _, k := range gc.m.cfg.Registry.Kinds() {
 		if _, ok := out[k.StorageResource]; ok {
 			continue
 		}
@@ -268,15 +269,15 @@ func (gc *garbageCollector) kindsByStorage() map[string]*registry.Kind {
 // run processes events until ctx ends.
 func (gc *garbageCollector) run(ctx context.Context) {
 	for ctx.Err() == nil {
-		rev := gc.s.cfg.Store.Rev()
-		w, err := gc.s.watchCache.Watch(ctx, "", "", rev)
+		rev := gc.m.cfg.Store.Rev()
+		w, err := gc.m.cfg.WatchCache.Watch(ctx, "", "", rev)
 		if err != nil {
-			gc.s.log.Sugar().Warnw("garbage collector watch", "error", err)
+			gc.m.log.Sugar().Warnw("garbage collector watch", "error", err)
 			sleepCtx(ctx, time.Second)
 			continue
 		}
 		if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
-			gc.s.log.Sugar().Warnw("garbage collector resync", "error", err)
+			gc.m.log.Sugar().Warnw("garbage collector resync", "error", err)
 		}
 		gc.follow(ctx, w)
 		w.Stop()
@@ -314,7 +315,7 @@ func (gc *garbageCollector) follow(ctx context.Context, w *store.Watcher) {
 			gc.handle(ctx, &ev.Event)
 		case <-t.C:
 			if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
-				gc.s.log.Sugar().Warnw("garbage collector resync", "error", err)
+				gc.m.log.Sugar().Warnw("garbage collector resync", "error", err)
 			}
 		case <-ctx.Done():
 			return
@@ -337,7 +338,7 @@ func (gc *garbageCollector) resync(ctx context.Context) error {
 		// holds one page in memory, not all of them.
 		opts := store.ListOptions{Resource: res, Limit: gcResyncPage}
 		for {
-			list, err := gc.s.cfg.Store.List(ctx, opts)
+			list, err := gc.m.cfg.Store.List(ctx, opts)
 			if err != nil {
 				return err
 			}
@@ -374,7 +375,7 @@ func (gc *garbageCollector) resync(ctx context.Context) error {
 
 func gcFinalizer(finalizers []string) string {
 	for _, f := range finalizers {
-		if f == finalizerOrphan || f == finalizerForeground {
+		if f == metav1.FinalizerOrphanDependents || f == metav1.FinalizerDeleteDependents {
 			return f
 		}
 	}
@@ -450,10 +451,10 @@ func (gc *garbageCollector) recheckRemovedOwners(ctx context.Context, kinds map[
 func (gc *garbageCollector) processObject(ctx context.Context, k *registry.Kind, key store.Key, m *gcMeta) {
 	if m.Metadata.DeletionTimestamp != nil {
 		switch gcFinalizer(m.Metadata.Finalizers) {
-		case finalizerOrphan:
+		case metav1.FinalizerOrphanDependents:
 			gc.orphanDependents(ctx, k, key, m.Metadata.UID)
 			return
-		case finalizerForeground:
+		case metav1.FinalizerDeleteDependents:
 			gc.deleteDependentsForeground(ctx, k, key, m.Metadata.UID)
 			return
 		}
@@ -470,8 +471,8 @@ func (gc *garbageCollector) processOwnerRef(ctx context.Context, kinds map[strin
 	if ok == nil {
 		return
 	}
-	key := gc.s.key(ok, namespace, ref.Name)
-	o, err := gc.s.cfg.Store.Get(ctx, key)
+	key := ok.StoreKey(namespace, ref.Name)
+	o, err := gc.m.cfg.Store.Get(ctx, key)
 	if err != nil {
 		return
 	}
@@ -488,7 +489,7 @@ func (gc *garbageCollector) ownerKind(ref metav1.OwnerReference) *registry.Kind 
 	if err != nil {
 		return nil
 	}
-	for _, k := range gc.s.cfg.Registry.Kinds() {
+	for _, k := range gc.m.cfg.Registry.Kinds() {
 		if k.GVK.GroupVersion() == gv && k.GVK.Kind == ref.Kind {
 			return k
 		}
@@ -507,7 +508,7 @@ func (gc *garbageCollector) ownerState(ctx context.Context, namespace string, re
 	if !ok.Namespaced {
 		namespace = ""
 	}
-	o, err := gc.s.cfg.Store.Get(ctx, gc.s.key(ok, namespace, ref.Name))
+	o, err := gc.m.cfg.Store.Get(ctx, ok.StoreKey(namespace, ref.Name))
 	if errors.Is(err, store.ErrNotFound) {
 		return true, false, false
 	}
@@ -518,7 +519,7 @@ func (gc *garbageCollector) ownerState(ctx context.Context, namespace string, re
 	if err != nil || m.Metadata.UID != ref.UID {
 		return true, false, false
 	}
-	return true, true, m.Metadata.DeletionTimestamp != nil && hasString(m.Metadata.Finalizers, finalizerForeground)
+	return true, true, m.Metadata.DeletionTimestamp != nil && slices.Contains(m.Metadata.Finalizers, metav1.FinalizerDeleteDependents)
 }
 
 // processDependent acts on a dependent as kube-controller-manager's
@@ -529,7 +530,7 @@ func (gc *garbageCollector) ownerState(ctx context.Context, namespace string, re
 // dependent is deleted: in the foreground when a waiting owner needs it
 // gone and it has dependents of its own, else as its own finalizers say.
 func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Kind, key store.Key) {
-	o, err := gc.s.cfg.Store.Get(ctx, key)
+	o, err := gc.m.cfg.Store.Get(ctx, key)
 	if err != nil {
 		return
 	}
@@ -581,18 +582,18 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 	switch {
 	case len(waiting) > 0 && gc.hasDependents(m.Metadata.UID):
 		policy = metav1.DeletePropagationForeground
-	case hasString(m.Metadata.Finalizers, finalizerOrphan):
+	case slices.Contains(m.Metadata.Finalizers, metav1.FinalizerOrphanDependents):
 		policy = metav1.DeletePropagationOrphan
-	case hasString(m.Metadata.Finalizers, finalizerForeground):
+	case slices.Contains(m.Metadata.Finalizers, metav1.FinalizerDeleteDependents):
 		policy = metav1.DeletePropagationForeground
 	}
 	pre := m.Metadata.UID
-	_, err = gc.s.deleteObject(ctx, k, key.Namespace, key.Name, &metav1.DeleteOptions{
+	_, err = gc.m.cfg.Objects.DeleteObject(ctx, k, key.Namespace, key.Name, &metav1.DeleteOptions{
 		PropagationPolicy: &policy,
 		Preconditions:     &metav1.Preconditions{UID: &pre},
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		gc.s.log.Sugar().Warnw("garbage collector delete dependent", "key", key, "error", err)
+		gc.m.log.Sugar().Warnw("garbage collector delete dependent", "key", key, "error", err)
 	}
 }
 
@@ -607,7 +608,7 @@ func (gc *garbageCollector) orphanDependents(ctx context.Context, k *registry.Ki
 			}
 		}
 	}
-	gc.removeFinalizer(ctx, k, key, uid, finalizerOrphan)
+	gc.removeFinalizer(ctx, k, key, uid, metav1.FinalizerOrphanDependents)
 }
 
 // deleteDependentsForeground deletes the dependents of an owner in
@@ -621,7 +622,7 @@ func (gc *garbageCollector) deleteDependentsForeground(ctx context.Context, k *r
 		if dk == nil {
 			continue
 		}
-		o, err := gc.s.cfg.Store.Get(ctx, dep)
+		o, err := gc.m.cfg.Store.Get(ctx, dep)
 		if err != nil {
 			continue
 		}
@@ -637,13 +638,13 @@ func (gc *garbageCollector) deleteDependentsForeground(ctx context.Context, k *r
 		gc.processDependent(ctx, dk, dep)
 	}
 	if blocking == 0 {
-		gc.removeFinalizer(ctx, k, key, uid, finalizerForeground)
+		gc.removeFinalizer(ctx, k, key, uid, metav1.FinalizerDeleteDependents)
 	}
 }
 
 // removeOwnerRefs drops the references to uids from the object at key.
 func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, k *registry.Kind, key store.Key, uids []types.UID) error {
-	_, err := gc.s.cfg.Store.GuaranteedUpdate(ctx, key, func(cur store.Object) ([]byte, error) {
+	_, err := gc.m.cfg.Store.GuaranteedUpdate(ctx, key, func(cur store.Object) ([]byte, error) {
 		obj, err := k.DecodeStored(cur.Value)
 		if err != nil {
 			return nil, err
@@ -663,7 +664,7 @@ func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, k *registry.Kin
 		return k.EncodeStorage(obj)
 	})
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		gc.s.log.Sugar().Warnw("garbage collector remove owner reference", "key", key, "error", err)
+		gc.m.log.Sugar().Warnw("garbage collector remove owner reference", "key", key, "error", err)
 		return err
 	}
 	return nil
@@ -673,7 +674,7 @@ func (gc *garbageCollector) removeOwnerRefs(ctx context.Context, k *registry.Kin
 // the object with uid); an owner left without finalizers is deleted.
 func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kind, key store.Key, uid types.UID, finalizer string) {
 	for ctx.Err() == nil {
-		cur, err := gc.s.cfg.Store.Get(ctx, key)
+		cur, err := gc.m.cfg.Store.Get(ctx, key)
 		if err != nil {
 			return
 		}
@@ -682,27 +683,27 @@ func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kin
 			return
 		}
 		m := registry.Accessor(obj)
-		if m.GetUID() != uid || !hasString(m.GetFinalizers(), finalizer) {
+		if m.GetUID() != uid || !slices.Contains(m.GetFinalizers(), finalizer) {
 			return
 		}
-		m.SetFinalizers(removeString(m.GetFinalizers(), finalizer))
+		m.SetFinalizers(slices.DeleteFunc(slices.Clone(m.GetFinalizers()), func(f string) bool { return f == finalizer }))
 		pre := store.Preconditions{ModRev: cur.ModRev}
 		if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !(k.Resource == "namespaces") {
-			_, err = gc.s.cfg.Store.Delete(ctx, key, pre)
+			_, err = gc.m.cfg.Store.Delete(ctx, key, pre)
 		} else {
 			var value []byte
 			if value, err = k.EncodeStorage(obj); err == nil {
-				_, err = gc.s.cfg.Store.Update(ctx, key, pre, value)
+				_, err = gc.m.cfg.Store.Update(ctx, key, pre, value)
 			}
 		}
 		if errors.Is(err, store.ErrConflict) {
 			continue
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			gc.s.log.Sugar().Warnw("garbage collector remove finalizer", "key", key, "finalizer", finalizer, "error", err)
+			gc.m.log.Sugar().Warnw("garbage collector remove finalizer", "key", key, "finalizer", finalizer, "error", err)
 		}
 		if k.Resource == "namespaces" {
-			gc.s.kickNamespaces(k)
+			gc.m.kickNamespaces()
 		}
 		return
 	}

@@ -1,4 +1,4 @@
-package httpapi
+package controller
 
 import (
 	"context"
@@ -28,8 +28,8 @@ func eventLastWrite(ev *corev1.Event) time.Time {
 
 // runEventExpiry deletes expired Events until ctx ends, checking every
 // tenth of the TTL (at least every second, at most every minute).
-func (s *Server) runEventExpiry(ctx context.Context) {
-	every := s.cfg.EventTTL / 10
+func (m *Manager) runEventExpiry(ctx context.Context) {
+	every := m.cfg.EventTTL / 10
 	if every < time.Second {
 		every = time.Second
 	}
@@ -43,19 +43,19 @@ func (s *Server) runEventExpiry(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if err := s.expireEvents(ctx, time.Now()); err != nil && ctx.Err() == nil {
-				s.log.Sugar().Warnw("expire events", "error", err)
+			if err := m.expireEvents(ctx, time.Now()); err != nil && ctx.Err() == nil {
+				m.log.Sugar().Warnw("expire events", "error", err)
 			}
 		}
 	}
 }
 
-func (s *Server) expireEvents(ctx context.Context, now time.Time) error {
-	k := s.cfg.Registry.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "events"})
+func (m *Manager) expireEvents(ctx context.Context, now time.Time) error {
+	k := m.cfg.Registry.Lookup(schema.GroupVersionResource{Version: "v1", Resource: "events"})
 	if k == nil {
 		return nil
 	}
-	res, err := s.cfg.Store.List(ctx, store.ListOptions{Resource: k.StorageResource})
+	res, err := m.cfg.Store.List(ctx, store.ListOptions{Resource: k.StorageResource})
 	if err != nil {
 		return err
 	}
@@ -65,12 +65,12 @@ func (s *Server) expireEvents(ctx context.Context, now time.Time) error {
 			continue
 		}
 		ev, ok := obj.(*corev1.Event)
-		if !ok || now.Sub(eventLastWrite(ev)) < s.cfg.EventTTL {
+		if !ok || now.Sub(eventLastWrite(ev)) < m.cfg.EventTTL {
 			continue
 		}
 		bg := metav1.DeletePropagationBackground
-		if _, err := s.deleteObject(ctx, k, o.Key.Namespace, o.Key.Name, &metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
-			s.log.Sugar().Debugw("expire event", "namespace", o.Key.Namespace, "name", o.Key.Name, "error", err)
+		if _, err := m.cfg.Objects.DeleteObject(ctx, k, o.Key.Namespace, o.Key.Name, &metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil {
+			m.log.Sugar().Debugw("expire event", "namespace", o.Key.Namespace, "name", o.Key.Name, "error", err)
 		}
 	}
 	return nil
