@@ -21,6 +21,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HidePort = true
 	e.HTTPErrorHandler = s.routeError
 	e.Use(s.logRequests)
+	e.Use(s.boundLargeBodies)
 	e.Any("/api", getOnly(s.serveAPIVersions))
 	e.Any("/apis", getOnly(s.serveAPIGroupList))
 	e.Any("/api/*", s.serveResource)

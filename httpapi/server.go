@@ -28,6 +28,9 @@ const (
 	// watch waits for its next request, as http.Server's IdleTimeout
 	// (kube-apiserver: 90 s).
 	DefaultIdleTimeout = 90 * time.Second
+	// DefaultMaxLargeRequests is how many requests with a body over
+	// 256 KiB are processed at once.
+	DefaultMaxLargeRequests = 1
 )
 
 // Config configures a Server.
@@ -50,6 +53,9 @@ type Config struct {
 	// body, like kube-apiserver's --request-timeout; zero means no bound.
 	// A body still unread then fails the request with 504 Timeout.
 	RequestTimeout time.Duration
+	// MaxLargeRequests is how many requests with a body over 256 KiB are
+	// processed at once (DefaultMaxLargeRequests when zero); others wait.
+	MaxLargeRequests int
 	// IdleTimeout is how long a connection handed back after a watch
 	// (see HandoffListener) waits for its next request
 	// (DefaultIdleTimeout when zero).
@@ -70,6 +76,9 @@ type Server struct {
 	unsubscribeNamespaces func()
 	// watchCache fans committed events out to watch streams.
 	watchCache *store.WatchCache
+	// largeBodies holds a token per request with a large body being
+	// processed (capacity Config.MaxLargeRequests).
+	largeBodies chan struct{}
 	// handoff takes back the connections of finished watches.
 	handoff *handoffListener
 	// baseCtx ends when the server closes; watches end with it.
@@ -107,6 +116,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.IdleTimeout == 0 {
 		cfg.IdleTimeout = DefaultIdleTimeout
 	}
+	if cfg.MaxLargeRequests <= 0 {
+		cfg.MaxLargeRequests = DefaultMaxLargeRequests
+	}
 	s := &Server{
 		cfg:           cfg,
 		log:           cfg.Logger,
@@ -114,6 +126,7 @@ func New(cfg Config) (*Server, error) {
 		fieldManagers: newFieldManagers(),
 		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
 		handoff:       newHandoffListener(cfg.IdleTimeout),
+		largeBodies:   make(chan struct{}, cfg.MaxLargeRequests),
 	}
 	s.baseCtx, s.closeServer = context.WithCancel(context.Background())
 	s.namespaces.terminating = make(map[string]bool)
