@@ -135,7 +135,11 @@ func TestHostileClients(t *testing.T) {
 	seed, n, only := hostileSettings(t)
 	t.Logf("hostile clients: %d requests, seed %d (EDGEAPI_HOSTILE_SEED=%d EDGEAPI_HOSTILE_REQUESTS=%d reruns it)", n, seed, seed, n)
 
-	d := StartDaemon(t, DaemonOptions{Args: []string{"--request-timeout", hostileDaemonRequestTimeout.String()}})
+	args := []string{"--request-timeout", hostileDaemonRequestTimeout.String()}
+	if v := os.Getenv("EDGEAPI_HOSTILE_PPROF"); v != "" {
+		args = append(args, "--debug-pprof", v)
+	}
+	d := StartDaemon(t, DaemonOptions{Args: args})
 	fx := hostileSetup(t, d)
 	before := hostileSnapshot(t, d, fx)
 	t.Logf("known data: %d objects, %d lists", len(before.objects), len(before.lists))
