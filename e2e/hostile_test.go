@@ -129,13 +129,18 @@ func hostileSettings(t *testing.T) (seed uint64, n int, only []int) {
 // EDGEAPI_HOSTILE_SEED reruns a seed, EDGEAPI_HOSTILE_REQUESTS sets the
 // count (scripts/hostile), EDGEAPI_HOSTILE_ONLY sends only some indices.
 // To find what raises the peak RSS, EDGEAPI_HOSTILE_WORKERS=1 with
-// EDGEAPI_HOSTILE_TRACE_RSS=1 logs each request that raised it by 8 MiB.
+// EDGEAPI_HOSTILE_TRACE_RSS=1 logs each request that raised it by 8 MiB,
+// and EDGEAPI_HOSTILE_PPROF=127.0.0.1:PORT serves the daemon's pprof.
 func TestHostileClients(t *testing.T) {
 	t.Parallel()
 	seed, n, only := hostileSettings(t)
 	t.Logf("hostile clients: %d requests, seed %d (EDGEAPI_HOSTILE_SEED=%d EDGEAPI_HOSTILE_REQUESTS=%d reruns it)", n, seed, seed, n)
 
-	d := StartDaemon(t, DaemonOptions{Args: []string{"--request-timeout", hostileDaemonRequestTimeout.String()}})
+	args := []string{"--request-timeout", hostileDaemonRequestTimeout.String()}
+	if v := os.Getenv("EDGEAPI_HOSTILE_PPROF"); v != "" {
+		args = append(args, "--debug-pprof", v)
+	}
+	d := StartDaemon(t, DaemonOptions{Args: args})
 	fx := hostileSetup(t, d)
 	before := hostileSnapshot(t, d, fx)
 	t.Logf("known data: %d objects, %d lists", len(before.objects), len(before.lists))

@@ -3,9 +3,11 @@ package httpapi
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 func TestArrayLenAt(t *testing.T) {
@@ -63,6 +65,34 @@ func TestCheckJSONPatchCost(t *testing.T) {
 			b, ops := patchOf(tt.n, tt.path)
 			if got := checkJSONPatchCost(ops, cur, b) != nil; got != tt.refused {
 				t.Errorf("got refused %v, want %v", got, tt.refused)
+			}
+		})
+	}
+}
+
+func TestCheckMergePatchCost(t *testing.T) {
+	deep := func(depth int) []byte {
+		return []byte(strings.Repeat(`{"a":`, depth) + "1" + strings.Repeat("}", depth))
+	}
+	wide := `{"data":{` + strings.TrimSuffix(strings.Repeat(`"k":"`+strings.Repeat("v", 100)+`",`, 25000), ",") + `}}`
+	tests := []struct {
+		name  string
+		patch []byte
+		want  bool // refused
+	}{
+		{"small", []byte(`{"metadata":{"labels":{"a":null}}}`), false},
+		{"3 MB wide", []byte(wide), false},
+		{"10,000 deep", deep(10000), true},
+		{"braces in strings", []byte(`{"a":"` + strings.Repeat("{[", 1<<20) + `"}`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := checkMergePatchCost(tt.patch)
+			if got := err != nil; got != tt.want {
+				t.Fatalf("got refused %v (%v), want %v", got, err, tt.want)
+			}
+			if err != nil && !apierrors.IsRequestEntityTooLargeError(err) {
+				t.Errorf("got %v, want a 413", err)
 			}
 		})
 	}

@@ -351,9 +351,6 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 		}
 		return s.writeTyped(c, http.StatusOK, r.rep, list)
 	}
-	if r.rep.enc == encYAML {
-		return s.writeYAMLList(c, k, objs, lm)
-	}
 	size := 128
 	for i := range objs {
 		size += len(objs[i].Value) + 1

@@ -108,6 +108,9 @@ func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object
 			return nil, nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 		}
 	case types.MergePatchType:
+		if err := checkMergePatchCost(patch); err != nil {
+			return nil, nil, err
+		}
 		if checkUnknown {
 			v := map[string]interface{}{}
 			errs, err := kjson.UnmarshalStrict(patch, &v)

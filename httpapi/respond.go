@@ -156,20 +156,3 @@ func partialMetadata(k *registry.Kind, value []byte, metaVersion string) (*metav
 		ObjectMeta: m.Metadata,
 	}, nil
 }
-
-// writeYAMLList writes stored objects as a list in YAML, converting one
-// item at a time (see listToYAML).
-func (s *Server) writeYAMLList(c echo.Context, k *registry.Kind, objs []store.Object, lm *metav1.ListMeta) error {
-	lmb, err := json.Marshal(lm)
-	if err != nil {
-		return s.writeError(c, err)
-	}
-	top := map[string]json.RawMessage{"kind": mustQuote(k.ListKind), "apiVersion": mustQuote(k.GVK.GroupVersion().String()), "metadata": lmb}
-	y, err := listToYAML(top, len(objs), func(i int) ([]byte, error) { return itemJSON(k, objs[i].Value) })
-	if err != nil {
-		return s.writeError(c, err)
-	}
-	return c.Blob(http.StatusOK, mediaYAML, y)
-}
-
-func mustQuote(s string) json.RawMessage { return json.RawMessage(strconv.Quote(s)) }

@@ -16,17 +16,65 @@ import (
 // sigs.k8s.io/yaml cannot convert.
 
 // jsonToYAML converts a JSON response to the YAML kube-apiserver writes
-// (sigs.k8s.io/yaml.JSONToYAML), without reading the JSON as YAML as
-// JSONToYAML does. go-yaml's parser built a node for every value: a YAML
-// LIST of 8 ConfigMaps of 200,000 finalizers (15 MB of JSON) took the
-// daemon from 190 MiB to 1.2 GiB and 2.7 s; and it reads a key longer than
-// 1,024 characters as an error, which a stored object can hold (the keys of
-// managedFields' fieldsV1 are free-form), so that every YAML read of it
-// answered 500. Here encoding/json decodes the JSON, with its numbers as the
-// int, uint64 or float64 go-yaml reads them as, and go-yaml writes the
-// result as JSONToYAML's does (go-yaml writes long keys as explicit "? "
-// keys).
+// (sigs.k8s.io/yaml.JSONToYAML, which reads the JSON as YAML and writes it
+// with go-yaml), with two differences in cost, not in bytes:
+//   - encoding/json reads the JSON (numbers become the int, uint64 or
+//     float64 go-yaml reads them as). go-yaml's parser keeps a node for
+//     every value, and reads a key longer than 1,024 characters as an
+//     error: a stored object can hold one (managedFields' fieldsV1 keys are
+//     free-form), and every YAML read of it answered 500.
+//   - an object's top-level arrays (a list's items, a Table's rows) are
+//     written one element at a time (see yamlElements). go-yaml's encoder
+//     keeps every event of a document until it ends, over 600 bytes a
+//     value: a YAML LIST of 8 ConfigMaps of 200,000 finalizers (15 MB of
+//     JSON) took the daemon from 190 MiB to 1.1 GiB.
 func jsonToYAML(b []byte) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' || json.Unmarshal(b, &top) != nil || !letterKeys(top) {
+		return wholeJSONToYAML(b)
+	}
+	var out []byte
+	for _, key := range sortedKeys(top) { // go-yaml's order, for keys of letters
+		v := top[key]
+		var elems []json.RawMessage
+		if t := bytes.TrimLeft(v, " \t\r\n"); len(t) > 0 && t[0] == '[' && json.Unmarshal(v, &elems) == nil && len(elems) > 0 {
+			y, err := yamlElements(key, elems)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, y...)
+			continue
+		}
+		y, err := wholeJSONToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:`), v...), '}'))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, y...)
+	}
+	return out, nil
+}
+
+// yamlElements writes the top-level member key: [elems...] one element at
+// a time. Each is written as the only element of key's array, which puts
+// it in the columns it has in the whole document (go-yaml folds long
+// strings by column), and the "key:" line is kept once.
+func yamlElements(key string, elems []json.RawMessage) ([]byte, error) {
+	var out []byte
+	for i, e := range elems {
+		y, err := wholeJSONToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:[`), e...), ']', '}'))
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			y = y[bytes.IndexByte(y, '\n')+1:] // the "key:" line
+		}
+		out = append(out, y...)
+	}
+	return out, nil
+}
+
+// wholeJSONToYAML converts a JSON document to YAML in one go.
+func wholeJSONToYAML(b []byte) ([]byte, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v interface{}
@@ -36,46 +84,20 @@ func jsonToYAML(b []byte) ([]byte, error) {
 	return yamlv2.Marshal(yamlNumbers(v))
 }
 
-// listToYAML writes a list as jsonToYAML writes its JSON, {top members,
-// "items": [item(0), ..., item(n-1)]}, converting one item at a time.
-// go-yaml's encoder keeps every event of a document until it ends (some
-// 600 bytes a value): a YAML LIST of 8 ConfigMaps of 200,000 finalizers (15
-// MB of JSON) took the daemon from 190 MiB to 1.1 GiB. Each item is written
-// as the only item of a top-level "items" list, which puts it in the same
-// columns as in the whole list (go-yaml folds long strings by column), and
-// the top-level members go before and after "items" in go-yaml's sorted
-// order of keys. The peak is then that of the largest item.
-func listToYAML(top map[string]json.RawMessage, n int, item func(i int) ([]byte, error)) ([]byte, error) {
-	var before, after bytes.Buffer
-	for _, key := range sortedKeys(top) {
-		b, err := jsonToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:`), top[key]...), '}'))
-		if err != nil {
-			return nil, err
+// letterKeys reports whether every key of m is ASCII letters, which go-yaml
+// orders as strings and writes as a plain key on one line (up to 128).
+func letterKeys[V any](m map[string]V) bool {
+	for k := range m {
+		if k == "" || len(k) > 128 {
+			return false
 		}
-		if key < "items" { // go-yaml orders keys of letters as strings
-			before.Write(b)
-		} else {
-			after.Write(b)
+		for i := 0; i < len(k); i++ {
+			if c := k[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+				return false
+			}
 		}
 	}
-	out := before.Bytes()
-	if n == 0 {
-		out = append(out, "items: []\n"...)
-	} else {
-		out = append(out, "items:\n"...)
-	}
-	for i := 0; i < n; i++ {
-		js, err := item(i)
-		if err != nil {
-			return nil, err
-		}
-		y, err := jsonToYAML(append(append([]byte(`{"items":[`), js...), ']', '}'))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, bytes.TrimPrefix(y, []byte("items:\n"))...)
-	}
-	return append(out, after.Bytes()...), nil
+	return true
 }
 
 func sortedKeys[V any](m map[string]V) []string {
