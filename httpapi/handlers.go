@@ -180,11 +180,6 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	if body == nil {
 		return nil, nil
 	}
-	if c.Request().ContentLength > largeBodyBytes {
-		if err := s.admitLargeBody(c); err != nil {
-			return nil, err
-		}
-	}
 	limit := s.cfg.MaxRequestBodyBytes
 	b, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -197,7 +192,8 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 		return nil, errRequestEntityTooLarge(limit)
 	}
 	if len(b) > largeBodyBytes {
-		// A chunked body, whose length was not known up front.
+		// Only once the body is here: a client trickling a large body
+		// must not hold the slot while it does.
 		if err := s.admitLargeBody(c); err != nil {
 			return nil, err
 		}
@@ -238,7 +234,7 @@ func (s *Server) admitLargeBody(c echo.Context) error {
 }
 
 // largeBodyWait bounds how long a large request waits for a slot.
-const largeBodyWait = 30 * time.Second
+const largeBodyWait = 10 * time.Second
 
 // boundLargeBodies releases the large-request slot of a request that
 // took one, when it ends.
