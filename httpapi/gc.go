@@ -688,7 +688,9 @@ func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kin
 		m.SetFinalizers(removeString(m.GetFinalizers(), finalizer))
 		pre := store.Preconditions{ModRev: cur.ModRev}
 		if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !(k.Resource == "namespaces") {
-			_, err = gc.s.cfg.Store.Delete(ctx, key, pre)
+			if _, err = gc.s.cfg.Store.Delete(ctx, key, pre); err == nil {
+				afterDelete(ctx, k, obj)
+			}
 		} else {
 			var value []byte
 			if value, err = encodeStorage(k, obj); err == nil {
