@@ -337,10 +337,10 @@ func (a *serviceAllocator) beginCreate(_ context.Context, obj runtime.Object) (F
 // what the Service no longer holds.
 func (a *serviceAllocator) beginUpdate(_ context.Context, obj, old runtime.Object) (FinishFunc, error) {
 	svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
-	if !needsClusterIP(oldSvc) || oldSvc.Spec.Type == corev1.ServiceTypeExternalName {
-		if err := a.initIPFamilies(svc); err != nil {
-			return nil, err
-		}
+	// An update that leaves the family fields out gets them back: on a
+	// single-stack cluster they can only hold the one family.
+	if err := a.initIPFamilies(svc); err != nil {
+		return nil, err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
