@@ -174,10 +174,16 @@ var smallRange = []string{"--service-cluster-ip-range=10.96.0.0/29"}
 // fillRange creates Services until the range is full and returns their IPs.
 func fillRange(t *testing.T, cs kubernetes.Interface, prefix string, n int) map[string]string {
 	t.Helper()
+	return fillRangeIn(t, cs, "default", prefix, n)
+}
+
+// fillRangeIn is fillRange in namespace ns.
+func fillRangeIn(t *testing.T, cs kubernetes.Interface, ns, prefix string, n int) map[string]string {
+	t.Helper()
 	ips := map[string]string{}
 	for i := 0; i < n; i++ {
 		name := prefix + itoa(int32(i))
-		svc := mustCreateService(t, cs, "default", clusterIPService(name, ""))
+		svc := mustCreateService(t, cs, ns, clusterIPService(name, ""))
 		for other, ip := range ips {
 			if ip == svc.Spec.ClusterIP {
 				t.Fatalf("%s and %s both got %s", other, name, ip)
@@ -308,4 +314,31 @@ func TestService_ClientGo(t *testing.T) {
 	if want := []watch.EventType{watch.Added, watch.Modified, watch.Deleted}; types[0] != want[0] || types[1] != want[1] || types[2] != want[2] {
 		t.Errorf("watch events = %v, want %v", types, want)
 	}
+}
+
+// TestService_NamespaceDeletionFreesIPs: the Services the namespace
+// controller deletes with their namespace give their IPs back.
+func TestService_NamespaceDeletionFreesIPs(t *testing.T) {
+	d := StartDaemon(t, DaemonOptions{Args: smallRange})
+	cs := d.Clientset()
+	createNamespace(t, cs, "doomed")
+	fillRangeIn(t, cs, "doomed", "s", 5)
+	wantRangeFull(t, cs, "extra")
+	ctx := context.Background()
+	if err := cs.CoreV1().Namespaces().Delete(ctx, "doomed", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(eventually)
+	for {
+		_, err := cs.CoreV1().Namespaces().Get(ctx, "doomed", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("namespace doomed still there after %v (err %v)", eventually, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fillRange(t, cs, "again", 5)
+	wantRangeFull(t, cs, "extra")
 }
