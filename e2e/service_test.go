@@ -284,9 +284,13 @@ func TestService_ClientGo(t *testing.T) {
 		t.Errorf("update: clusterIP %s selector %v, want %s and app=api2", updated.Spec.ClusterIP, updated.Spec.Selector, created.Spec.ClusterIP)
 	}
 	// Changing the cluster IP is kube-apiserver's 422.
-	updated.Spec.ClusterIP, updated.Spec.ClusterIPs = "10.0.0.250", []string{"10.0.0.250"}
+	other := "10.0.0.250"
+	if other == created.Spec.ClusterIP {
+		other = "10.0.0.251"
+	}
+	updated.Spec.ClusterIP, updated.Spec.ClusterIPs = other, []string{other}
 	_, err = svcs.Update(ctx, updated, metav1.UpdateOptions{})
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.clusterIPs[0]: Invalid value: [\"10.0.0.250\"]: may not change once set") {
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.clusterIPs[0]: Invalid value: [\""+other+"\"]: may not change once set") {
 		t.Errorf("update changing clusterIP: err = %v, want 422 may not change once set", err)
 	}
 
