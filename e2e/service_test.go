@@ -346,3 +346,40 @@ func TestService_NamespaceDeletionFreesIPs(t *testing.T) {
 	fillRange(t, cs, "again", 5)
 	wantRangeFull(t, cs, "extra")
 }
+
+// TestService_ConcurrentCreates: Services created at the same time never
+// share a cluster IP or a node port.
+func TestService_ConcurrentCreates(t *testing.T) {
+	d := StartDaemon(t, DaemonOptions{Args: []string{"--service-cluster-ip-range=10.96.0.0/26", "--service-node-port-range=30000-30059"}})
+	cs := d.Clientset()
+	const n = 40
+	type result struct {
+		svc *corev1.Service
+		err error
+	}
+	results := make(chan result, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			svc := clusterIPService("c"+itoa(int32(i)), "")
+			svc.Spec.Type = corev1.ServiceTypeNodePort
+			got, err := createService(t, cs, "default", svc, metav1.CreateOptions{})
+			results <- result{got, err}
+		}()
+	}
+	ips, ports := map[string]string{"10.96.0.1": "kubernetes"}, map[int32]string{}
+	for i := 0; i < n; i++ {
+		r := <-results
+		if r.err != nil {
+			t.Errorf("create: %v", r.err)
+			continue
+		}
+		ip, port := r.svc.Spec.ClusterIP, r.svc.Spec.Ports[0].NodePort
+		if other, dup := ips[ip]; dup {
+			t.Errorf("%s and %s both got cluster IP %s", other, r.svc.Name, ip)
+		}
+		if other, dup := ports[port]; dup {
+			t.Errorf("%s and %s both got node port %d", other, r.svc.Name, port)
+		}
+		ips[ip], ports[port] = r.svc.Name, r.svc.Name
+	}
+}
