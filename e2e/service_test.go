@@ -301,6 +301,11 @@ func TestService_ClientGo(t *testing.T) {
 	if len(list.Items) != 1 || list.Items[0].Name != "api" {
 		t.Errorf("list by spec.clusterIP: %d items, want api", len(list.Items))
 	}
+	// kube-apiserver's field-label conversion for Services.
+	_, err = svcs.List(ctx, metav1.ListOptions{FieldSelector: "spec.ports=80"})
+	if !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "field label not supported: spec.ports") {
+		t.Errorf("list by spec.ports: err = %v, want 400 field label not supported: spec.ports", err)
+	}
 	if err := svcs.Delete(ctx, "api", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -233,7 +233,7 @@ func (serviceStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.Error
 		p := ingressPath.Index(i)
 		if in.IP != "" {
 			if _, err := netip.ParseAddr(in.IP); err != nil {
-				errs = append(errs, field.Invalid(p.Child("ip"), in.IP, "must be a valid IP address"))
+				errs = append(errs, field.Invalid(p.Child("ip"), in.IP, "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
 			}
 		}
 		if in.IPMode != nil && in.IP == "" {
