@@ -689,7 +689,9 @@ func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kin
 		m.SetFinalizers(slices.DeleteFunc(slices.Clone(m.GetFinalizers()), func(f string) bool { return f == finalizer }))
 		pre := store.Preconditions{ModRev: cur.ModRev}
 		if m.GetDeletionTimestamp() != nil && len(m.GetFinalizers()) == 0 && !(k.Resource == "namespaces") {
-			_, err = gc.m.cfg.Store.Delete(ctx, key, pre)
+			if _, err = gc.m.cfg.Store.Delete(ctx, key, pre); err == nil && k.AfterDelete != nil {
+				k.AfterDelete(ctx, obj)
+			}
 		} else {
 			var value []byte
 			if value, err = k.EncodeStorage(obj); err == nil {

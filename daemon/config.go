@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/edgeapi/edgeapi/httpapi"
+	"github.com/edgeapi/edgeapi/registry"
 )
 
 // Defaults for `edgeapi serve`. The packaged systemd unit overrides
@@ -59,6 +60,11 @@ const (
 	// requests); after it, connections are closed. The systemd unit's
 	// TimeoutStopSec must be longer.
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultServiceClusterIPRange and DefaultServiceNodePortRange are
+	// kube-apiserver's --service-cluster-ip-range and
+	// --service-node-port-range defaults.
+	DefaultServiceClusterIPRange = registry.DefaultServiceClusterIPRange
+	DefaultServiceNodePortRange  = registry.DefaultServiceNodePortRange
 )
 
 // Names used inside the data directory.
@@ -94,6 +100,12 @@ type serveConfig struct {
 	// loses acknowledged writes on power loss. For the power-cut test
 	// only: a hidden flag, and no config-file key.
 	UnsafeTestingSynchronousOff bool `json:"-"`
+	// ServiceClusterIPRange is the CIDR Service cluster IPs are allocated
+	// from; its first address is the default/kubernetes Service's.
+	ServiceClusterIPRange string `json:"service-cluster-ip-range"`
+	// ServiceNodePortRange is the "min-max" range of NodePort and
+	// LoadBalancer Services' node ports.
+	ServiceNodePortRange string `json:"service-node-port-range"`
 }
 
 // hiddenFlags are left out of --help: they exist for tests.
@@ -101,15 +113,17 @@ var hiddenFlags = map[string]bool{"unsafe-testing-synchronous-off": true}
 
 func defaultServeConfig() serveConfig {
 	return serveConfig{
-		DataDir:            DefaultDataDir,
-		Listen:             DefaultListen,
-		LogLevel:           DefaultLogLevel,
-		LogFormat:          DefaultLogFormat,
-		EventTTL:           duration(DefaultEventTTL),
-		CompactionInterval: duration(DefaultCompactionInterval),
-		MaxRequestBody:     byteSize(DefaultMaxRequestBody),
-		RequestTimeout:     duration(DefaultRequestTimeout),
-		DiskReserve:        byteSize(DefaultDiskReserve),
+		DataDir:               DefaultDataDir,
+		Listen:                DefaultListen,
+		LogLevel:              DefaultLogLevel,
+		LogFormat:             DefaultLogFormat,
+		EventTTL:              duration(DefaultEventTTL),
+		CompactionInterval:    duration(DefaultCompactionInterval),
+		MaxRequestBody:        byteSize(DefaultMaxRequestBody),
+		RequestTimeout:        duration(DefaultRequestTimeout),
+		DiskReserve:           byteSize(DefaultDiskReserve),
+		ServiceClusterIPRange: DefaultServiceClusterIPRange,
+		ServiceNodePortRange:  DefaultServiceNodePortRange,
 	}
 }
 
@@ -134,6 +148,8 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API is plain HTTP with no authentication")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
+	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", cfg.ServiceClusterIPRange, "allocate Service cluster IPs from this `CIDR` (IPv4 or IPv6, 2^3 to 2^20 addresses); its first address goes to the default/kubernetes Service")
+	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", cfg.ServiceNodePortRange, "allocate NodePort and LoadBalancer Services' node ports from this `range` (min-max, inclusive)")
 	fs.BoolVar(&cfg.UnsafeTestingSynchronousOff, "unsafe-testing-synchronous-off", false, "testing only: run SQLite with synchronous=OFF, which loses acknowledged writes on power loss")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over plain HTTP.\n\nFlags:\n")
@@ -230,6 +246,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		return fmt.Errorf("invalid request-timeout %v: must be positive", c.RequestTimeout)
+	}
+	if _, err := registry.ParseServiceClusterIPRange(c.ServiceClusterIPRange); err != nil {
+		return fmt.Errorf("invalid service-cluster-ip-range: %w", err)
+	}
+	if _, err := registry.ParsePortRange(c.ServiceNodePortRange); err != nil {
+		return fmt.Errorf("invalid service-node-port-range: %w", err)
 	}
 	if c.DebugPprof != "" && !isLoopback(c.DebugPprof) {
 		return fmt.Errorf("invalid debug-pprof %q: must be a loopback host:port (127.0.0.1, ::1, localhost)", c.DebugPprof)

@@ -95,6 +95,9 @@ max-request-body: 1Mi
 			want: func(c *serveConfig) { c.DebugPprof = "127.0.0.1:6060" },
 		},
 		{name: "debug-pprof off loopback", args: []string{"--debug-pprof", "0.0.0.0:6060"}, wantErr: "invalid debug-pprof"},
+		{name: "bad service cluster IP range", args: []string{"--service-cluster-ip-range", "10.0.0.0"}, wantErr: "invalid service-cluster-ip-range"},
+		{name: "service cluster IP range too large", args: []string{"--service-cluster-ip-range", "10.0.0.0/8"}, wantErr: "invalid service-cluster-ip-range"},
+		{name: "bad service node port range", args: []string{"--service-node-port-range", "32767-30000"}, wantErr: "invalid service-node-port-range"},
 		{name: "unknown flag", args: []string{"--bogus"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}

@@ -17,6 +17,9 @@ import (
 
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/edgeapi/edgeapi/controller"
 	"github.com/edgeapi/edgeapi/httpapi"
@@ -115,10 +118,19 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	}
 	addr := clientAddress(d.ln.Addr())
 
-	reg := registry.Builtin()
+	builtinOpts := registry.BuiltinOptions{
+		ServiceClusterIPRange: cfg.ServiceClusterIPRange,
+		ServiceNodePortRange:  cfg.ServiceNodePortRange,
+	}
+	kubeSvc, err := kubernetesService(builtinOpts, d.ln.Addr())
+	if err != nil {
+		return nil, err
+	}
+	reg := registry.Builtin(builtinOpts)
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,
 		Registry:            reg,
+		KubernetesService:   kubeSvc,
 		Logger:              log.Named("http"),
 		MaxRequestBodyBytes: int64(cfg.MaxRequestBody),
 		ServerAddress:       addr,
@@ -427,4 +439,34 @@ func firstErr(errs ...error) error {
 		}
 	}
 	return nil
+}
+
+// kubernetesService is the default/kubernetes Service kube-apiserver's
+// bootstrap controller keeps: the first cluster IP of the range, port 443
+// named https, targeting the port edgeapi listens on, and no selector
+// (nothing proxies it; clients such as kubectl cluster-info list it).
+func kubernetesService(opts registry.BuiltinOptions, listen net.Addr) (*corev1.Service, error) {
+	ip, err := registry.KubernetesServiceIP(opts)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes service: %w", err)
+	}
+	port := 443
+	if tcp, ok := listen.(*net.TCPAddr); ok {
+		port = tcp.Port
+	}
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      "kubernetes",
+			Namespace: metav1.NamespaceDefault,
+			Labels:    map[string]string{"component": "apiserver", "provider": "kubernetes"},
+		},
+		Spec: corev1.ServiceSpec{
+			Type:            corev1.ServiceTypeClusterIP,
+			ClusterIP:       ip.String(),
+			SessionAffinity: corev1.ServiceAffinityNone,
+			Ports: []corev1.ServicePort{{
+				Name: "https", Protocol: corev1.ProtocolTCP, Port: 443, TargetPort: intstr.FromInt32(int32(port)),
+			}},
+		},
+	}, nil
 }

@@ -153,6 +153,17 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 	if generated {
 		m.SetName(generateName(m.GetGenerateName()))
 	}
+	// The kind's BeginCreate (Service IP and port allocation) runs before
+	// validation, as kube-apiserver's does; whatever happens next,
+	// finish tells it whether the write committed.
+	committed := false
+	if k.BeginCreate != nil {
+		finish, err := k.BeginCreate(ctx, obj)
+		if err != nil {
+			return nil, store.Object{}, err
+		}
+		defer func() { finish(ctx, committed) }()
+	}
 	if errs := k.Strategy.Validate(obj); len(errs) > 0 {
 		return nil, store.Object{}, newInvalid(k.GVK.GroupKind(), m.GetName(), errs)
 	}
@@ -174,6 +185,7 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 		}
 		created, err := s.cfg.Store.Create(ctx, s.key(k, m.GetNamespace(), m.GetName()), string(m.GetUID()), value)
 		if err == nil {
+			committed = true
 			return obj, created, nil
 		}
 		if generated && errors.Is(err, store.ErrExists) && attempt < maxGenerateNameAttempts {

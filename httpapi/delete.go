@@ -179,6 +179,7 @@ func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, 
 		if err != nil {
 			return deleteResult{}, storeError(err, gr, name)
 		}
+		afterDelete(ctx, k, obj)
 		return deleteResult{deleted: true, uid: m.GetUID(), before: cur.Value}, nil
 	}
 }
@@ -280,4 +281,12 @@ func (s *Server) handleDeleteCollection(r *request) error {
 		out = append(out, o)
 	}
 	return s.writeList(c, r, out, &metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)})
+}
+
+// afterDelete runs the kind's AfterDelete hook, if any, for obj, which the
+// store no longer holds.
+func afterDelete(ctx context.Context, k *registry.Kind, obj runtime.Object) {
+	if k.AfterDelete != nil {
+		k.AfterDelete(ctx, obj)
+	}
 }

@@ -56,6 +56,8 @@ func TestAPIResourceList(t *testing.T) {
 			"namespaces/finalize": `{"name":"namespaces/finalize","singularName":"","namespaced":false,"kind":"Namespace","verbs":["update"]}`,
 			"namespaces/status":   `{"name":"namespaces/status","singularName":"","namespaced":false,"kind":"Namespace","verbs":["get","patch","update"]}`,
 			"secrets":             `{"name":"secrets","singularName":"secret","namespaced":true,"kind":"Secret","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"storageVersionHash":"S6u1pOWzb84="}`,
+			"services":            `{"name":"services","singularName":"service","namespaced":true,"kind":"Service","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["svc"],"categories":["all"],"storageVersionHash":"0/CO1lhkEBI="}`,
+			"services/status":     `{"name":"services/status","singularName":"","namespaced":true,"kind":"Service","verbs":["get","patch","update"]}`,
 		}
 		var names []string
 		for _, r := range l.APIResources {
@@ -68,7 +70,7 @@ func TestAPIResourceList(t *testing.T) {
 		for name := range want {
 			t.Errorf("missing %s", name)
 		}
-		if wantNames := []string{"configmaps", "events", "namespaces", "namespaces/finalize", "namespaces/status", "secrets"}; !reflect.DeepEqual(names, wantNames) {
+		if wantNames := []string{"configmaps", "events", "namespaces", "namespaces/finalize", "namespaces/status", "secrets", "services", "services/status"}; !reflect.DeepEqual(names, wantNames) {
 			t.Errorf("order %v, want %v", names, wantNames)
 		}
 	})

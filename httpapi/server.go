@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	corev1 "k8s.io/api/core/v1"
 	"net"
 	"net/http"
 	"sync"
@@ -60,6 +61,10 @@ type Config struct {
 	// (see HandoffListener) waits for its next request
 	// (DefaultIdleTimeout when zero).
 	IdleTimeout time.Duration
+	// KubernetesService, when set, is created at start if no Service of
+	// its namespace and name exists (the default/kubernetes Service that
+	// kube-apiserver's bootstrap controller maintains).
+	KubernetesService *corev1.Service
 }
 
 // Server is the API server. Create it with New, call Start, serve Handler,
@@ -200,7 +205,13 @@ func (s *Server) Start(ctx context.Context) error {
 	if err := s.loadNamespaces(ctx); err != nil {
 		return fmt.Errorf("start api server: %w", err)
 	}
+	if err := s.loadKindStates(ctx); err != nil {
+		return fmt.Errorf("start api server: %w", err)
+	}
 	if err := s.ensureBootstrapNamespaces(ctx); err != nil {
+		return fmt.Errorf("start api server: %w", err)
+	}
+	if err := s.ensureKubernetesService(ctx); err != nil {
 		return fmt.Errorf("start api server: %w", err)
 	}
 	ctx, s.cancel = context.WithCancel(ctx)

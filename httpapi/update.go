@@ -40,7 +40,18 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 	key := s.key(k, r.ri.Namespace, r.ri.Name)
 	gr := r.gr()
 	var res updateResult
+	// finish ends the BeginUpdate of the latest attempt (a retry ends the
+	// previous one as failed); success only for a committed write.
+	var finish registry.FinishFunc
+	endAttempt := func(success bool) {
+		if finish != nil {
+			finish(ctx, success)
+			finish = nil
+		}
+	}
+	defer endAttempt(false)
 	tryUpdate := func(cur store.Object) ([]byte, error) {
+		endAttempt(false)
 		old, err := k.DecodeStored(cur.Value)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
@@ -49,7 +60,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 		if err != nil {
 			return nil, err
 		}
-		if obj, err = s.beforeUpdate(r, obj, old, subresource, manager); err != nil {
+		if obj, finish, err = s.beforeUpdate(ctx, r, obj, old, subresource, manager); err != nil {
 			return nil, err
 		}
 		m := registry.Accessor(obj)
@@ -71,6 +82,7 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 		stored, err := s.cfg.Store.GuaranteedUpdate(ctx, key, tryUpdate)
 		switch {
 		case err == nil:
+			endAttempt(true)
 			res.stored = stored
 			return res, nil
 		case errors.Is(err, errDryRun):
@@ -90,6 +102,10 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 			}
 			if derr != nil {
 				return res, storeError(derr, gr, r.ri.Name)
+			}
+			endAttempt(false)
+			if deleted, derr := k.DecodeStored(cur.Value); derr == nil {
+				afterDelete(ctx, k, deleted)
 			}
 			// The answer is the object as updated, with the resourceVersion
 			// it had before the delete, as kube-apiserver answers.
@@ -113,7 +129,12 @@ var errDryRun = errors.New("httpapi: dry run")
 
 // beforeUpdate runs the generic and kind-specific update steps on obj, the
 // proposed new state of old.
-func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, manager string) (runtime.Object, error) {
+//
+// For the main resource it also runs the kind's BeginUpdate, after
+// PrepareForUpdate and before validation; the returned finish (nil when the
+// kind has none or the update failed) must be called once the write
+// committed or failed.
+func (s *Server) beforeUpdate(ctx context.Context, r *request, obj, old runtime.Object, subresource, manager string) (_ runtime.Object, _ registry.FinishFunc, err error) {
 	k := r.kind
 	// Field management sees the object as the client sent it, before the
 	// strategy runs, as in kube-apiserver. Apply (manager "") recorded its
@@ -121,32 +142,32 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	if manager != "" {
 		fm, err := s.fieldManagers.get(k, subresource)
 		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+			return nil, nil, apierrors.NewInternalError(err)
 		}
 		obj = fm.UpdateNoErrors(old, obj, manager)
 	}
 	m, om := registry.Accessor(obj), registry.Accessor(old)
 	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if m.GetName() == "" {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", r.ri.Name))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s based on URL) was undeterminable: name must be provided", r.ri.Name))
 	}
 	if m.GetName() != r.ri.Name {
-		return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), r.ri.Name))
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", m.GetName(), r.ri.Name))
 	}
 	if uid := m.GetUID(); r.ri.Verb == "update" && uid != "" && uid != om.GetUID() {
 		// A uid in a PUT body is a precondition, checked by the storage
 		// before the resourceVersion (kube-apiserver's
 		// DefaultUpdatedObjectInfo.Preconditions). A patch that changes
 		// the uid is a 422 from validation instead.
-		return nil, errUIDPrecondition(k, r.gr(), r.ri.Namespace, r.ri.Name, uid, om.GetUID())
+		return nil, nil, errUIDPrecondition(k, r.gr(), r.ri.Namespace, r.ri.Name, uid, om.GetUID())
 	}
 	if rv := m.GetResourceVersion(); rv != "" && rv != om.GetResourceVersion() {
-		return nil, apierrors.NewConflict(r.gr(), r.ri.Name, errors.New(conflictMessage))
+		return nil, nil, apierrors.NewConflict(r.gr(), r.ri.Name, errors.New(conflictMessage))
 	}
 	if m.GetResourceVersion() == "" && !k.Strategy.AllowUnconditionalUpdate() {
-		return nil, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), field.ErrorList{
+		return nil, nil, apierrors.NewInvalid(k.GVK.GroupKind(), m.GetName(), field.ErrorList{
 			field.Invalid(field.NewPath("metadata", "resourceVersion"), m.GetResourceVersion(), "must be specified for an update")})
 	}
 	m.SetResourceVersion(om.GetResourceVersion())
@@ -156,13 +177,13 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	case "status":
 		ss, ok := k.Strategy.(registry.StatusStrategy)
 		if !ok {
-			return nil, errNotFoundResource()
+			return nil, nil, errNotFoundResource()
 		}
 		ss.PrepareForStatusUpdate(obj, old)
 	case "finalize":
 		fs, ok := k.Strategy.(registry.FinalizeStrategy)
 		if !ok {
-			return nil, errNotFoundResource()
+			return nil, nil, errNotFoundResource()
 		}
 		fs.PrepareForFinalize(obj, old)
 	default:
@@ -182,6 +203,18 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	if om.GetDeletionGracePeriodSeconds() != nil && m.GetDeletionGracePeriodSeconds() == nil {
 		m.SetDeletionGracePeriodSeconds(om.GetDeletionGracePeriodSeconds())
 	}
+	var finish registry.FinishFunc
+	if subresource == "" && k.BeginUpdate != nil {
+		if finish, err = k.BeginUpdate(ctx, obj, old); err != nil {
+			return nil, nil, err
+		}
+		// Any error below ends the reservation.
+		defer func() {
+			if err != nil {
+				finish(ctx, false)
+			}
+		}()
+	}
 	errs = append(errs, registry.ValidateGenericUpdate(obj, old, k.Namespaced)...)
 	switch subresource {
 	case "status":
@@ -192,7 +225,7 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 		errs = append(errs, k.Strategy.ValidateUpdate(obj, old)...)
 	}
 	if len(errs) > 0 {
-		return nil, newInvalid(k.GVK.GroupKind(), m.GetName(), errs)
+		return nil, nil, newInvalid(k.GVK.GroupKind(), m.GetName(), errs)
 	}
 	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
 		c.Canonicalize(obj)
@@ -201,7 +234,7 @@ func (s *Server) beforeUpdate(r *request, obj, old runtime.Object, subresource, 
 	if equality.Semantic.DeepEqual(stripManagedTimes(obj), stripManagedTimes(old)) {
 		registry.Accessor(obj).SetManagedFields(om.GetManagedFields())
 	}
-	return obj, nil
+	return obj, finish, nil
 }
 
 // stripManagedTimes returns a copy of obj without managedFields times, for

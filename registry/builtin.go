@@ -9,11 +9,26 @@ import (
 )
 
 // Builtin returns a registry of the built-in kinds: core/v1 namespaces,
-// configmaps, secrets and events, events.k8s.io/v1 events (stored with the
-// core events) and coordination.k8s.io/v1 leases. Each call returns fresh
-// Kind values, so callers may add to the registry.
-func Builtin() *Registry {
+// configmaps, secrets, services and events, events.k8s.io/v1 events
+// (stored with the core events) and coordination.k8s.io/v1 leases. Each
+// call returns fresh Kind values, so callers may add to the registry.
+//
+// opts (at most one; none means kube-apiserver's defaults) set the
+// Service allocators' ranges; it panics on ranges that do not parse, which
+// callers check first with ParseServiceClusterIPRange and ParsePortRange.
+// The parameter is variadic so that callers without Services need not
+// change.
+func Builtin(opts ...BuiltinOptions) *Registry {
+	var o BuiltinOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	alloc, err := newServiceAllocator(o)
+	if err != nil {
+		panic(fmt.Sprintf("registry: %v", err))
+	}
 	r := New()
+	r.Add(serviceKind(alloc))
 	r.Add(namespaceKind())
 	r.Add(configMapKind())
 	r.Add(secretKind())

@@ -31,6 +31,7 @@ func TestBuiltin(t *testing.T) {
 	}{
 		{"/v1/configmaps", "ConfigMap", "configmap", true, []string{"cm"}, all, false, "configmaps", corev1.SchemeGroupVersion.WithKind("ConfigMap"), true, false},
 		{"/v1/secrets", "Secret", "secret", true, nil, all, false, "secrets", corev1.SchemeGroupVersion.WithKind("Secret"), true, false},
+		{"/v1/services", "Service", "service", true, []string{"svc"}, all, true, "services", corev1.SchemeGroupVersion.WithKind("Service"), true, false},
 		{"/v1/namespaces", "Namespace", "namespace", false, []string{"ns"}, []string{"create", "delete", "get", "list", "patch", "update", "watch"}, true, "namespaces", corev1.SchemeGroupVersion.WithKind("Namespace"), true, false},
 		{"/v1/events", "Event", "event", true, []string{"ev"}, all, false, "events", corev1.SchemeGroupVersion.WithKind("Event"), true, true},
 		{"events.k8s.io/v1/events", "Event", "event", true, []string{"ev"}, all, false, "events", corev1.SchemeGroupVersion.WithKind("Event"), true, true},
@@ -46,7 +47,12 @@ func TestBuiltin(t *testing.T) {
 			if k.GVK.Kind != tt.kind || k.ListKind != tt.kind+"List" || k.Singular != tt.singular || k.Namespaced != tt.namespaced {
 				t.Errorf("got kind %s list %s singular %s namespaced %v", k.GVK.Kind, k.ListKind, k.Singular, k.Namespaced)
 			}
-			if !reflect.DeepEqual(k.ShortNames, tt.shortNames) || !reflect.DeepEqual(k.Verbs, tt.verbs) || len(k.Categories) != 0 {
+			// Services alone are in the "all" category, as in kube-apiserver.
+			var wantCategories []string
+			if tt.kind == "Service" {
+				wantCategories = []string{"all"}
+			}
+			if !reflect.DeepEqual(k.ShortNames, tt.shortNames) || !reflect.DeepEqual(k.Verbs, tt.verbs) || !reflect.DeepEqual(k.Categories, wantCategories) {
 				t.Errorf("got shortNames %v verbs %v categories %v", k.ShortNames, k.Verbs, k.Categories)
 			}
 			if k.StatusSubresource != tt.status || k.StorageResource != tt.storageResource || k.StorageGVK != tt.storageGVK {

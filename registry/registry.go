@@ -6,6 +6,7 @@
 package registry
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"sync"
@@ -116,7 +117,35 @@ type Kind struct {
 	// data.k" for Secrets, Namespaces and Events). When nil,
 	// CheckFieldSelectorKey uses apimachinery's default wording.
 	UnknownFieldLabel func(label string) error
+
+	// Storage hooks, modelled on k8s.io/apiserver's generic registry Store
+	// hooks, for kinds that hold state beside the store (Services: cluster
+	// IPs and node ports). All are optional; a kind without them behaves
+	// as if they did nothing.
+	//
+	// BeginCreate runs on create after the name is known and before
+	// PrepareForCreate's output is validated; it may fill fields
+	// (allocated values) in obj, and its error is the answer. The HTTP
+	// layer calls finish exactly once: with success true after the store
+	// write committed, false when anything later failed or the request was
+	// a dry run (so a dry run allocates, answers with the values, and
+	// keeps nothing).
+	BeginCreate func(ctx context.Context, obj runtime.Object) (finish FinishFunc, err error)
+	// BeginUpdate is BeginCreate for an update of old to obj (main
+	// resource only, after PrepareForUpdate). Each attempt of a retried
+	// update gets its own finish.
+	BeginUpdate func(ctx context.Context, obj, old runtime.Object) (finish FinishFunc, err error)
+	// AfterDelete runs after obj (the stored object) was deleted from the
+	// store, whichever path deleted it.
+	AfterDelete func(ctx context.Context, obj runtime.Object)
+	// LoadState rebuilds the kind's side state from every stored object,
+	// at start before any request is served.
+	LoadState func(objs []runtime.Object) error
 }
+
+// FinishFunc ends what a BeginCreate or BeginUpdate started: success
+// reports whether the store write committed.
+type FinishFunc func(ctx context.Context, success bool)
 
 // CheckFieldSelectorKey returns nil when key is one of the kind's
 // FieldSelectorKeys. Otherwise it returns the error kube-apiserver gives

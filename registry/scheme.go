@@ -48,6 +48,7 @@ func init() {
 			defaultSecret(&list.Items[i])
 		}
 	})
+	Scheme.AddTypeDefaultingFunc(&corev1.Service{}, func(obj interface{}) { defaultService(obj.(*corev1.Service)) })
 	Scheme.AddTypeDefaultingFunc(&corev1.Namespace{}, func(obj interface{}) { defaultNamespace(obj.(*corev1.Namespace)) })
 	Scheme.AddTypeDefaultingFunc(&corev1.NamespaceList{}, func(obj interface{}) {
 		list := obj.(*corev1.NamespaceList)
