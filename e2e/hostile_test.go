@@ -967,7 +967,10 @@ func TestHugeInput_YAMLList(t *testing.T) {
 	if len(list.Items) != n || len(list.Items[n-1].Finalizers) != each {
 		t.Errorf("got %d items, the last with %d finalizers; want %d with %d", len(list.Items), len(list.Items[len(list.Items)-1].Finalizers), n, each)
 	}
-	checkPeakRSS(t, d)
+	// 136 MiB alone, 211 MiB once with the whole suite competing for the
+	// two CPUs (the collector falls behind the allocation); the bound
+	// still catches the 560 MiB of the whole-document conversion.
+	checkPeakRSSUnder(t, d, 300<<20)
 }
 
 // TestApply_CreateNameMismatch: a server-side apply to a missing object

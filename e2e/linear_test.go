@@ -77,10 +77,16 @@ func peakRSS(t *testing.T, d *Daemon) int64 {
 // checkPeakRSS fails the test if the daemon's peak RSS passed the ceiling.
 func checkPeakRSS(t *testing.T, d *Daemon) {
 	t.Helper()
+	checkPeakRSSUnder(t, d, hugeInputRSSCeiling)
+}
+
+// checkPeakRSSUnder checks the daemon's peak RSS against ceiling bytes.
+func checkPeakRSSUnder(t *testing.T, d *Daemon, ceiling int64) {
+	t.Helper()
 	rss := peakRSS(t, d)
 	t.Logf("daemon peak RSS %.1f MiB", float64(rss)/(1<<20))
-	if rss > hugeInputRSSCeiling {
-		t.Errorf("daemon peak RSS = %d MiB, want at most %d MiB", rss>>20, hugeInputRSSCeiling>>20)
+	if rss > ceiling {
+		t.Errorf("daemon peak RSS = %d MiB, want at most %d MiB", rss>>20, ceiling>>20)
 	}
 }
 
