@@ -56,6 +56,10 @@ const (
 	// DefaultDiskReserve is the space set aside beside the database, given
 	// up when the file system fills so that deletes can still free space.
 	DefaultDiskReserve = 16 << 20
+	// DefaultMemoryLimit is the Go runtime's soft memory limit: near it
+	// the garbage collector runs more often, so that bursts of large
+	// requests do not leave hundreds of MiB of garbage resident.
+	DefaultMemoryLimit = 256 << 20
 	// DefaultShutdownTimeout bounds the graceful part of shutdown (in-flight
 	// requests); after it, connections are closed. The systemd unit's
 	// TimeoutStopSec must be longer.
@@ -96,6 +100,9 @@ type serveConfig struct {
 	// DiskReserve is the size of the space reserve beside the database
 	// (0 keeps none).
 	DiskReserve byteSize `json:"disk-reserve"`
+	// MemoryLimit is the Go runtime's soft memory limit (0: none); the
+	// GOMEMLIMIT environment variable, when set, wins.
+	MemoryLimit byteSize `json:"memory-limit"`
 	// UnsafeTestingSynchronousOff runs SQLite with synchronous=OFF, which
 	// loses acknowledged writes on power loss. For the power-cut test
 	// only: a hidden flag, and no config-file key.
@@ -122,6 +129,7 @@ func defaultServeConfig() serveConfig {
 		MaxRequestBody:        byteSize(DefaultMaxRequestBody),
 		RequestTimeout:        duration(DefaultRequestTimeout),
 		DiskReserve:           byteSize(DefaultDiskReserve),
+		MemoryLimit:           byteSize(DefaultMemoryLimit),
 		ServiceClusterIPRange: DefaultServiceClusterIPRange,
 		ServiceNodePortRange:  DefaultServiceNodePortRange,
 	}
@@ -145,6 +153,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.CompactionInterval, "compaction-interval", "compact the change log at this `interval` (e.g. 5m)")
 	fs.Var(&cfg.MaxRequestBody, "max-request-body", "reject request bodies larger than this `size` in bytes (e.g. 3145728 or 3Mi)")
 	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
+	fs.Var(&cfg.MemoryLimit, "memory-limit", "soft memory limit of the Go runtime: the garbage collector works harder near it (0: none; GOMEMLIMIT, when set, wins)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API is plain HTTP with no authentication")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
@@ -240,6 +249,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MaxRequestBody <= 0 {
 		return fmt.Errorf("invalid max-request-body %v: must be positive", c.MaxRequestBody)
+	}
+	if c.MemoryLimit < 0 {
+		return fmt.Errorf("invalid memory-limit %v: must not be negative", c.MemoryLimit)
 	}
 	if c.DiskReserve < 0 {
 		return fmt.Errorf("invalid disk-reserve %v: must not be negative", c.DiskReserve)

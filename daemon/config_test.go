@@ -88,6 +88,7 @@ max-request-body: 1Mi
 		{name: "zero ttl", args: []string{"--event-ttl", "0s"}, wantErr: "invalid event-ttl"},
 		{name: "zero request timeout", args: []string{"--request-timeout", "0s"}, wantErr: "invalid request-timeout"},
 		{name: "negative disk reserve", args: []string{"--disk-reserve", "-1"}, wantErr: "disk-reserve"},
+		{name: "negative memory limit", args: []string{"--memory-limit", "-1"}, wantErr: "memory-limit"},
 		{name: "bad size", args: []string{"--max-request-body", "lots"}, wantErr: "parse size"},
 		{
 			name: "debug-pprof on loopback",
