@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
@@ -106,7 +105,7 @@ func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validat
 	}
 	if gvk != nil && (gvk.Kind != k.GVK.Kind || gvk.GroupVersion() != k.GVK.GroupVersion()) {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: converting (%s.%s) to (%s.%s): unknown conversion",
-			gvk.Kind, gvk.Version, k.GVK.Kind, gvk.Version, gvk.Kind, internalPackage(k.GVK.Group), k.GVK.Kind))
+			gvk.Kind, gvk.Version, k.GVK.Kind, gvk.Version, gvk.Kind, k.InternalPackage, k.GVK.Kind))
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
 	normalize(k, obj)
@@ -130,19 +129,6 @@ func decodeCleanJSON(body []byte, gvk schema.GroupVersionKind, newObj func() run
 		return nil, false
 	}
 	return obj, true
-}
-
-// internalPackage is the Go package name of kube-apiserver's internal
-// version of group, which appears in its conversion errors.
-func internalPackage(group string) string {
-	if group == "" {
-		return "core"
-	}
-	if group == "events.k8s.io" {
-		return "core"
-	}
-	name, _, _ := strings.Cut(group, ".")
-	return name
 }
 
 // decodeError words a body decoding failure as kube-apiserver's

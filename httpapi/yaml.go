@@ -4,7 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -34,7 +35,7 @@ func jsonToYAML(b []byte) ([]byte, error) {
 		return wholeJSONToYAML(b)
 	}
 	var out []byte
-	for _, key := range sortedKeys(top) { // go-yaml's order, for keys of letters
+	for _, key := range slices.Sorted(maps.Keys(top)) { // go-yaml's order, for keys of letters
 		v := top[key]
 		var elems []json.RawMessage
 		if t := bytes.TrimLeft(v, " \t\r\n"); len(t) > 0 && t[0] == '[' && json.Unmarshal(v, &elems) == nil && len(elems) > 0 {
@@ -98,15 +99,6 @@ func letterKeys[V any](m map[string]V) bool {
 		}
 	}
 	return true
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // yamlNumbers replaces, in place, each json.Number in v by the value

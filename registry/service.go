@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 
@@ -292,12 +293,12 @@ func normalizeClusterIPs(svc, old *corev1.Service) {
 	// An update: a cleared singular clears the plural when the plural was
 	// left as it was; a changed singular replaces the plural's first value.
 	if spec.ClusterIP == "" {
-		if sameStrings(spec.ClusterIPs, old.Spec.ClusterIPs) {
+		if slices.Equal(spec.ClusterIPs, old.Spec.ClusterIPs) {
 			spec.ClusterIPs = nil
 		}
 		return
 	}
-	if spec.ClusterIP != old.Spec.ClusterIP && sameStrings(spec.ClusterIPs, old.Spec.ClusterIPs) {
+	if spec.ClusterIP != old.Spec.ClusterIP && slices.Equal(spec.ClusterIPs, old.Spec.ClusterIPs) {
 		spec.ClusterIPs = []string{spec.ClusterIP}
 	}
 	if len(spec.ClusterIPs) == 0 {
@@ -349,11 +350,11 @@ func patchAllocatedValues(svc, old *corev1.Service) {
 // client kept the old value (kube-apiserver's dropTypeDependentFields).
 func dropTypeDependentFields(svc, old *corev1.Service) {
 	if needsClusterIP(old) && !needsClusterIP(svc) {
-		if sameStrings(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
+		if slices.Equal(svc.Spec.ClusterIPs, old.Spec.ClusterIPs) {
 			svc.Spec.ClusterIP = ""
 			svc.Spec.ClusterIPs = nil
 		}
-		if sameFamilies(svc.Spec.IPFamilies, old.Spec.IPFamilies) {
+		if slices.Equal(svc.Spec.IPFamilies, old.Spec.IPFamilies) {
 			svc.Spec.IPFamilies = nil
 		}
 		if svc.Spec.IPFamilyPolicy != nil && old.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == *old.Spec.IPFamilyPolicy {
@@ -389,30 +390,6 @@ func dropTypeDependentFields(svc, old *corev1.Service) {
 	if !externallyAccessible(svc) && svc.Spec.ExternalTrafficPolicy == old.Spec.ExternalTrafficPolicy {
 		svc.Spec.ExternalTrafficPolicy = ""
 	}
-}
-
-func sameStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameFamilies(a, b []corev1.IPFamily) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func equalBoolPtr(a, b *bool) bool {
