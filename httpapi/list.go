@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -289,6 +290,14 @@ func (s *Server) handleList(r *request) error {
 	if useLimit {
 		lo.Limit = int(opts.Limit)
 	}
+	// A list larger than ListBufferBytes is read in pages at one
+	// revision, which compaction must leave readable meanwhile.
+	holdRev := lo.Rev
+	if holdRev == 0 {
+		holdRev = s.cfg.Store.Rev()
+	}
+	defer s.cfg.Store.Hold(holdRev)()
+	lo.MaxBytes = cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)
 	res, err := s.cfg.Store.List(ctx, lo)
 	if err != nil {
 		if errors.Is(err, store.ErrCompacted) && opts.Continue != "" {
@@ -303,6 +312,10 @@ func (s *Server) handleList(r *request) error {
 			return s.writeError(c, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old."))
 		}
 		return s.writeError(c, storeError(err, r.gr(), ""))
+	}
+	if res.Cut {
+		lo.MaxBytes = 0
+		return s.streamList(r, &listPager{store: s.cfg.Store, opts: lo}, res, useLimit)
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)}
 	if useLimit && res.More && len(res.Objects) > 0 {

@@ -57,6 +57,10 @@ type Config struct {
 	// MaxLargeRequests is how many requests with a body over 256 KiB are
 	// processed at once (DefaultMaxLargeRequests when zero); others wait.
 	MaxLargeRequests int
+	// ListBufferBytes is the size of stored values up to which a LIST
+	// response is built in memory (DefaultListBufferBytes when zero);
+	// larger lists are read and written in pages.
+	ListBufferBytes int
 	// IdleTimeout is how long a connection handed back after a watch
 	// (see HandoffListener) waits for its next request
 	// (DefaultIdleTimeout when zero).

@@ -56,22 +56,32 @@ func jsonToYAML(b []byte) ([]byte, error) {
 }
 
 // yamlElements writes the top-level member key: [elems...] one element at
-// a time. Each is written as the only element of key's array, which puts
-// it in the columns it has in the whole document (go-yaml folds long
-// strings by column), and the "key:" line is kept once.
+// a time (see yamlElement).
 func yamlElements(key string, elems []json.RawMessage) ([]byte, error) {
 	var out []byte
 	for i, e := range elems {
-		y, err := wholeJSONToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:[`), e...), ']', '}'))
+		y, err := yamlElement(key, e, i == 0)
 		if err != nil {
 			return nil, err
-		}
-		if i > 0 {
-			y = y[bytes.IndexByte(y, '\n')+1:] // the "key:" line
 		}
 		out = append(out, y...)
 	}
 	return out, nil
+}
+
+// yamlElement writes one element of the top-level array member key. It is
+// written as the only element of key's array, which puts it in the columns
+// it has in the whole document (go-yaml folds long strings by column); the
+// "key:" line comes with the first element only.
+func yamlElement(key string, elem []byte, first bool) ([]byte, error) {
+	y, err := wholeJSONToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:[`), elem...), ']', '}'))
+	if err != nil {
+		return nil, err
+	}
+	if !first {
+		y = y[bytes.IndexByte(y, '\n')+1:] // the "key:" line
+	}
+	return y, nil
 }
 
 // wholeJSONToYAML converts a JSON document to YAML in one go.

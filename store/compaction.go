@@ -101,6 +101,9 @@ func (db *DB) Compact(ctx context.Context, rev int64) error {
 	}
 	scheduled := false
 	err := db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		db.holds.mu.Lock()
+		defer db.holds.mu.Unlock()
+		rev = db.holds.clamp(rev)
 		if rev <= db.compactedRev.Load() {
 			return nil
 		}

@@ -142,6 +142,8 @@ type DB struct {
 	// COMMIT. compactedRev is the scheduled compaction revision.
 	rev          atomic.Int64
 	compactedRev atomic.Int64
+	// holds are the revisions readers keep from compaction (Hold).
+	holds holds
 	// finishedCompactRev is the finished compaction revision read at Open.
 	finishedCompactRev int64
 

@@ -164,7 +164,7 @@ func list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int6
 	switch {
 	case !res.More:
 		res.Remaining = 0
-	case opts.Filter != nil:
+	case res.Cut, opts.Filter != nil:
 		res.Remaining = -1
 	default:
 		last := res.Objects[len(res.Objects)-1].Key
@@ -194,7 +194,7 @@ func list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int6
 
 // mergeList merges the current rows (at or below the list revision) with
 // past, the states of objects changed since (sorted by key, disjoint from
-// rows), applying opts' Filter and Limit. Values of rows are copied into
+// rows), applying opts' Filter, Limit and MaxBytes. Values of rows are copied into
 // an arena; a filtered-out row is never copied.
 func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, error) {
 	var (
@@ -203,6 +203,7 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, err
 		row   Object
 		raw   sql.RawBytes
 		haveR bool
+		size  int
 	)
 	row.Key.Resource = opts.Resource
 	nextRow := func() error {
@@ -247,6 +248,11 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, err
 				o.Value = a.copy(raw)
 			}
 			res.Objects = append(res.Objects, o)
+			size += len(o.Value)
+			if opts.MaxBytes > 0 && size >= opts.MaxBytes && (opts.Limit == 0 || len(res.Objects) < opts.Limit) {
+				res.More, res.Cut = true, true
+				return res, nil
+			}
 		}
 		if fromRow {
 			if err := nextRow(); err != nil {

@@ -140,6 +140,11 @@ type ListOptions struct {
 	// objects for which it returns false are skipped. It must not retain
 	// the Object.
 	Filter func(*Object) bool
+	// MaxBytes, when positive, ends the list early once the values
+	// returned add up to MaxBytes or more (at least one object is
+	// returned). Such a list is Cut: a caller reads the rest with further
+	// calls at the same Rev, after the last key, under a Hold.
+	MaxBytes int
 }
 
 // ListResult is one consistent snapshot.
@@ -153,6 +158,9 @@ type ListResult struct {
 	// known.
 	More      bool
 	Remaining int64
+	// Cut reports that MaxBytes ended the list before Limit or the last
+	// object: objects may follow (More is true), and Remaining is -1.
+	Cut bool
 }
 
 // Store is the object store. All methods are safe for concurrent use.
@@ -161,6 +169,12 @@ type Store interface {
 	Get(ctx context.Context, key Key) (Object, error)
 	// List returns objects in (namespace, name) order from one snapshot.
 	List(ctx context.Context, opts ListOptions) (ListResult, error)
+	// Hold keeps the state at rev readable until release is called:
+	// compaction meanwhile stops short of rev, so a reader can read one
+	// revision in several List calls (a large list written out in pages).
+	// Holding a revision that is already compacted does nothing. Each
+	// Hold must be released, once.
+	Hold(rev int64) (release func())
 	// Create stores value at key with a new revision. ErrExists when an
 	// object is already at key.
 	Create(ctx context.Context, key Key, uid string, value []byte) (Object, error)
@@ -186,6 +200,7 @@ type Store interface {
 	Changes(ctx context.Context, afterRev int64, limit int) ([]Event, error)
 	// Compact deletes change-log entries at or below rev, in bounded
 	// batches; afterwards reads at those revisions fail with ErrCompacted.
+	// While revisions are held (Hold), it compacts only up to the oldest.
 	Compact(ctx context.Context, rev int64) error
 	// Rev returns the current revision (the last committed write).
 	Rev() int64

@@ -1,0 +1,379 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/labstack/echo/v4"
+	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// A LIST whose stored values add up to more than Config.ListBufferBytes is
+// not built in memory: it is read from the store in pages of about
+// listPageBytes, all at the list's revision (held from compaction meanwhile),
+// and each page is encoded and written before the next is read. The bytes
+// are the ones the buffered path writes. A list of 20 ConfigMaps of 2.5 MB
+// took 254 MiB as JSON and 796 MiB as YAML when built whole.
+const (
+	// DefaultListBufferBytes is the size up to which a list is built in
+	// memory.
+	DefaultListBufferBytes = 8 << 20
+	listPageBytes          = 1 << 20
+	// listFlushBytes is how much encoded output is gathered per write.
+	listFlushBytes = 64 << 10
+)
+
+// listsStreamed counts the lists written by streamList.
+var listsStreamed atomic.Int64
+
+// listPager reads the rest of a list that the store cut at MaxBytes.
+type listPager struct {
+	store store.Store
+	opts  store.ListOptions // Rev fixed; Limit the total wanted (0: all)
+}
+
+// pages calls fn with each page of the list in order, starting with first
+// (the page already read with p.opts) and returns the last page read and
+// the number of objects. fn must not retain the objects.
+func (p *listPager) pages(ctx context.Context, first store.ListResult, fn func([]store.Object) error) (last store.ListResult, n int, err error) {
+	res := first
+	o := p.opts
+	o.Rev, o.MaxBytes = first.Rev, listPageBytes
+	for {
+		if err := fn(res.Objects); err != nil {
+			return res, n, err
+		}
+		n += len(res.Objects)
+		if !res.Cut {
+			return res, n, nil
+		}
+		k := res.Objects[len(res.Objects)-1].Key
+		o.AfterNamespace, o.AfterName = k.Namespace, k.Name
+		if p.opts.Limit > 0 {
+			o.Limit = p.opts.Limit - n
+		}
+		if res, err = p.store.List(ctx, o); err != nil {
+			return res, n, err
+		}
+	}
+}
+
+// restart reads the list's first page again.
+func (p *listPager) restart(ctx context.Context, rev int64) (store.ListResult, error) {
+	o := p.opts
+	o.Rev, o.MaxBytes = rev, listPageBytes
+	return p.store.List(ctx, o)
+}
+
+// streamList writes a list whose first page, first, the store cut short.
+// The list metadata comes before the items in JSON and Protobuf, so when
+// the metadata depends on the end of the list (a continue token) or the
+// encoding needs sizes first (Protobuf), the list is read twice.
+func (s *Server) streamList(r *request, p *listPager, first store.ListResult, useLimit bool) error {
+	listsStreamed.Add(1)
+	c := r.c
+	ctx := c.Request().Context()
+	k := r.kind
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(first.Rev, 10)}
+
+	if r.rep.as != asObject {
+		// Tables and metadata lists hold a converted row per object, not
+		// the values: gather them as a whole.
+		var objs []store.Object
+		last, _, err := p.pages(ctx, first, func(page []store.Object) error {
+			for _, o := range page {
+				o.Value = append([]byte(nil), o.Value...)
+				objs = append(objs, o)
+			}
+			return nil
+		})
+		if err != nil {
+			return s.writeError(c, storeError(err, r.gr(), ""))
+		}
+		setContinue(&lm, useLimit, last, objs, p.opts.Filter != nil)
+		return s.writeList(c, r, objs, &lm)
+	}
+
+	// The first pass: the metadata, and each item's size for Protobuf.
+	var sizes []int
+	proto := r.rep.enc == encProtobuf
+	if useLimit || proto {
+		var lastObjs []store.Object
+		last, _, err := p.pages(ctx, first, func(page []store.Object) error {
+			if len(page) > 0 {
+				lastObjs = page[len(page)-1:]
+			}
+			if !proto {
+				return nil
+			}
+			for i := range page {
+				m, err := protoItem(k, page[i].Value)
+				if err != nil {
+					return err
+				}
+				sizes = append(sizes, m.Size())
+			}
+			return nil
+		})
+		if err != nil {
+			return s.writeError(c, storeError(err, r.gr(), ""))
+		}
+		if useLimit {
+			if len(lastObjs) > 0 {
+				lastObjs = []store.Object{{Key: lastObjs[0].Key}}
+			}
+			setContinue(&lm, useLimit, last, lastObjs, p.opts.Filter != nil)
+		}
+		if first, err = p.restart(ctx, first.Rev); err != nil {
+			return s.writeError(c, storeError(err, r.gr(), ""))
+		}
+	}
+
+	var w listEncoder
+	switch r.rep.enc {
+	case encProtobuf:
+		w = &protoListEncoder{kind: k, sizes: sizes}
+	case encYAML:
+		w = &yamlListEncoder{kind: k}
+	default:
+		w = &jsonListEncoder{kind: k}
+	}
+	out := &flushWriter{w: c.Response()}
+	head, err := w.begin(&lm)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	c.Response().Header().Set(echo.HeaderContentType, w.mediaType())
+	c.Response().WriteHeader(http.StatusOK)
+	out.buf = append(out.buf, head...)
+	_, n, err := p.pages(ctx, first, func(page []store.Object) error {
+		for i := range page {
+			if out.buf, err = w.item(out.buf, page[i].Value); err != nil {
+				return err
+			}
+			if err := out.maybeFlush(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil && proto && n != len(sizes) {
+		err = fmt.Errorf("list changed between passes: %d items, then %d", len(sizes), n)
+	}
+	if err != nil {
+		// The status line is out: all that is left is to cut the
+		// response short, which the client sees as an unexpected end.
+		if ctx.Err() == nil {
+			s.log.Sugar().Errorw("list stream failed", "path", c.Request().URL.Path, "error", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
+	out.buf = w.end(out.buf)
+	return out.flush()
+}
+
+// setContinue sets lm's continue token and remaining count from the last
+// page of a limited list; objs ends with the last object returned.
+func setContinue(lm *metav1.ListMeta, useLimit bool, last store.ListResult, objs []store.Object, filtered bool) {
+	if !useLimit || !last.More || len(objs) == 0 {
+		return
+	}
+	key := objs[len(objs)-1].Key
+	lm.Continue = encodeContinue(last.Rev, key.Namespace, key.Name)
+	if !filtered && last.Remaining > 0 {
+		n := last.Remaining
+		lm.RemainingItemCount = &n
+	}
+}
+
+// flushWriter gathers output and writes it in chunks of listFlushBytes.
+type flushWriter struct {
+	w   http.ResponseWriter
+	buf []byte
+}
+
+func (f *flushWriter) maybeFlush() error {
+	if len(f.buf) < listFlushBytes {
+		return nil
+	}
+	return f.flush()
+}
+
+func (f *flushWriter) flush() error {
+	_, err := f.w.Write(f.buf)
+	f.buf = f.buf[:0]
+	return err
+}
+
+// A listEncoder writes a list item by item: begin's bytes, each item's,
+// then end's.
+type listEncoder interface {
+	mediaType() string
+	begin(lm *metav1.ListMeta) ([]byte, error)
+	item(dst, value []byte) ([]byte, error)
+	end(dst []byte) []byte
+}
+
+// jsonListEncoder writes the JSON writeList builds.
+type jsonListEncoder struct {
+	kind *registry.Kind
+	n    int
+}
+
+func (e *jsonListEncoder) mediaType() string { return mediaJSON }
+
+func (e *jsonListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
+	return appendListHead(nil, e.kind, lm)
+}
+
+func (e *jsonListEncoder) item(dst, value []byte) ([]byte, error) {
+	item, err := itemJSON(e.kind, value)
+	if err != nil {
+		return dst, err
+	}
+	if e.n > 0 {
+		dst = append(dst, ',')
+	}
+	e.n++
+	return append(dst, item...), nil
+}
+
+func (e *jsonListEncoder) end(dst []byte) []byte { return append(dst, "]}"...) }
+
+// appendListHead appends a JSON list's members up to the items' opening
+// bracket.
+func appendListHead(dst []byte, k *registry.Kind, lm *metav1.ListMeta) ([]byte, error) {
+	lmb, err := json.Marshal(lm)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, `{"kind":`...)
+	dst = strconv.AppendQuote(dst, k.ListKind)
+	dst = append(dst, `,"apiVersion":`...)
+	dst = strconv.AppendQuote(dst, k.GVK.GroupVersion().String())
+	dst = append(dst, `,"metadata":`...)
+	dst = append(dst, lmb...)
+	return append(dst, `,"items":[`...), nil
+}
+
+// yamlListEncoder writes the YAML jsonToYAML makes of the list's JSON: its
+// members in go-yaml's order (apiVersion, items, kind, metadata), and each
+// item as yamlElements writes it.
+type yamlListEncoder struct {
+	kind *registry.Kind
+	lm   *metav1.ListMeta
+	n    int
+}
+
+func (e *yamlListEncoder) mediaType() string { return mediaYAML }
+
+func (e *yamlListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
+	e.lm = lm
+	return wholeJSONToYAML(fmt.Appendf(nil, `{"apiVersion":%q}`, e.kind.GVK.GroupVersion().String()))
+}
+
+func (e *yamlListEncoder) item(dst, value []byte) ([]byte, error) {
+	item, err := itemJSON(e.kind, value)
+	if err != nil {
+		return dst, err
+	}
+	y, err := yamlElement("items", item, e.n == 0)
+	e.n++
+	return append(dst, y...), err
+}
+
+func (e *yamlListEncoder) end(dst []byte) []byte {
+	// Neither can fail: both are a string and a ListMeta.
+	y, _ := wholeJSONToYAML(fmt.Appendf(nil, `{"kind":%q}`, e.kind.ListKind))
+	dst = append(dst, y...)
+	lmb, _ := json.Marshal(e.lm)
+	y, _ = wholeJSONToYAML(append(append([]byte(`{"metadata":`), lmb...), '}'))
+	return append(dst, y...)
+}
+
+// protoListEncoder writes the Protobuf that the runtime's serializer
+// writes for the typed list: the "k8s\0" prefix, then a runtime.Unknown
+// with the list's TypeMeta, the list message as raw, and empty
+// contentEncoding and contentType. The list message is its ListMeta
+// (field 1) and its items (field 2), so its length, which comes first,
+// needs every item's size: sizes, from the first pass.
+type protoListEncoder struct {
+	kind  *registry.Kind
+	sizes []int
+}
+
+func (e *protoListEncoder) mediaType() string { return mediaProtobuf }
+
+// protoMessage is what the generated Kubernetes types implement.
+type protoMessage interface {
+	Size() int
+	Marshal() ([]byte, error)
+}
+
+func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
+	lmb, err := lm.Marshal()
+	if err != nil {
+		return nil, err
+	}
+	raw := 1 + protowire.SizeBytes(len(lmb))
+	for _, n := range e.sizes {
+		raw += 1 + protowire.SizeBytes(n)
+	}
+	gv := e.kind.GVK.GroupVersion().String()
+	var tm []byte
+	tm = protowire.AppendTag(tm, 1, protowire.BytesType)
+	tm = protowire.AppendString(tm, gv)
+	tm = protowire.AppendTag(tm, 2, protowire.BytesType)
+	tm = protowire.AppendString(tm, e.kind.ListKind)
+
+	b := append([]byte(nil), "k8s\x00"...)
+	b = protowire.AppendTag(b, 1, protowire.BytesType) // Unknown.typeMeta
+	b = protowire.AppendBytes(b, tm)
+	b = protowire.AppendTag(b, 2, protowire.BytesType) // Unknown.raw
+	b = protowire.AppendVarint(b, uint64(raw))
+	b = protowire.AppendTag(b, 1, protowire.BytesType) // List.metadata
+	return protowire.AppendBytes(b, lmb), nil
+}
+
+func (e *protoListEncoder) item(dst, value []byte) ([]byte, error) {
+	m, err := protoItem(e.kind, value)
+	if err != nil {
+		return dst, err
+	}
+	b, err := m.Marshal()
+	if err != nil {
+		return dst, err
+	}
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType) // List.items
+	return protowire.AppendBytes(dst, b), nil
+}
+
+func (e *protoListEncoder) end(dst []byte) []byte {
+	dst = protowire.AppendTag(dst, 3, protowire.BytesType) // Unknown.contentEncoding
+	dst = protowire.AppendString(dst, "")
+	dst = protowire.AppendTag(dst, 4, protowire.BytesType) // Unknown.contentType
+	return protowire.AppendString(dst, "")
+}
+
+// protoItem decodes a stored value to the typed object a Protobuf list
+// item is.
+func protoItem(k *registry.Kind, value []byte) (protoMessage, error) {
+	obj, err := k.DecodeStored(value)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := obj.(protoMessage)
+	if !ok {
+		return nil, fmt.Errorf("encode %T as protobuf: %w", obj, runtime.NewNotRegisteredErrForType("protobuf", nil))
+	}
+	return m, nil
+}
