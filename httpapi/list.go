@@ -315,7 +315,7 @@ func (s *Server) handleList(r *request) error {
 	}
 	if res.Cut {
 		lo.MaxBytes = 0
-		return s.streamList(r, &listPager{store: s.cfg.Store, opts: lo}, res, useLimit)
+		return s.streamList(r, &listPager{store: s.cfg.Store, opts: lo}, &res, useLimit)
 	}
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)}
 	if useLimit && res.More && len(res.Objects) > 0 {

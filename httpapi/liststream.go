@@ -26,7 +26,7 @@ import (
 const (
 	// DefaultListBufferBytes is the size up to which a list is built in
 	// memory.
-	DefaultListBufferBytes = 8 << 20
+	DefaultListBufferBytes = 4 << 20
 	listPageBytes          = 1 << 20
 	// listFlushBytes is how much encoded output is gathered per write.
 	listFlushBytes = 64 << 10
@@ -41,13 +41,15 @@ type listPager struct {
 	opts  store.ListOptions // Rev fixed; Limit the total wanted (0: all)
 }
 
-// pages calls fn with each page of the list in order, starting with first
-// (the page already read with p.opts) and returns the last page read and
-// the number of objects. fn must not retain the objects.
-func (p *listPager) pages(ctx context.Context, first store.ListResult, fn func([]store.Object) error) (last store.ListResult, n int, err error) {
-	res := first
+// pages calls fn with each page of the list in order, starting with
+// *first (the page already read with p.opts, which it clears so that it can
+// be collected once written), and returns the last page read and the
+// number of objects. fn must not retain the objects.
+func (p *listPager) pages(ctx context.Context, first *store.ListResult, fn func([]store.Object) error) (last store.ListResult, n int, err error) {
+	res := *first
+	*first = store.ListResult{}
 	o := p.opts
-	o.Rev, o.MaxBytes = first.Rev, listPageBytes
+	o.Rev, o.MaxBytes = res.Rev, listPageBytes
 	for {
 		if err := fn(res.Objects); err != nil {
 			return res, n, err
@@ -78,12 +80,13 @@ func (p *listPager) restart(ctx context.Context, rev int64) (store.ListResult, e
 // The list metadata comes before the items in JSON and Protobuf, so when
 // the metadata depends on the end of the list (a continue token) or the
 // encoding needs sizes first (Protobuf), the list is read twice.
-func (s *Server) streamList(r *request, p *listPager, first store.ListResult, useLimit bool) error {
+func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, useLimit bool) error {
 	listsStreamed.Add(1)
 	c := r.c
 	ctx := c.Request().Context()
 	k := r.kind
-	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(first.Rev, 10)}
+	rev := first.Rev
+	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
 
 	if r.rep.as != asObject {
 		// Tables and metadata lists hold a converted row per object, not
@@ -133,9 +136,11 @@ func (s *Server) streamList(r *request, p *listPager, first store.ListResult, us
 			}
 			setContinue(&lm, useLimit, last, lastObjs, p.opts.Filter != nil)
 		}
-		if first, err = p.restart(ctx, first.Rev); err != nil {
+		again, err := p.restart(ctx, rev)
+		if err != nil {
 			return s.writeError(c, storeError(err, r.gr(), ""))
 		}
+		first = &again
 	}
 
 	var w listEncoder

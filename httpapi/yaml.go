@@ -84,8 +84,22 @@ func yamlElement(key string, elem []byte, first bool) ([]byte, error) {
 	return y, nil
 }
 
+// largeYAML lets one conversion of a large document (over largeYAMLBytes of
+// JSON) run at a time, daemon-wide: go-yaml holds over 600 bytes a value
+// until the document ends, so each costs tens of times its size. Four
+// concurrent YAML lists of 16 ConfigMaps of 50,000 finalizers took the
+// daemon past 300 MiB. A conversion is CPU work on a bounded input (a
+// stored object is under the 3 MiB request limit), so waiting is short.
+var largeYAML = make(chan struct{}, 1)
+
+const largeYAMLBytes = 256 << 10
+
 // wholeJSONToYAML converts a JSON document to YAML in one go.
 func wholeJSONToYAML(b []byte) ([]byte, error) {
+	if len(b) > largeYAMLBytes {
+		largeYAML <- struct{}{}
+		defer func() { <-largeYAML }()
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var v interface{}
