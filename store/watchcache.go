@@ -33,7 +33,8 @@ var (
 
 // WatchCacheConfig bounds a WatchCache.
 type WatchCacheConfig struct {
-	// MaxEvents and MaxBytes bound the ring of recent events.
+	// MaxEvents and MaxBytes bound the ring of recent events. MaxBytes
+	// counts their values and the encodings memoized for watchers.
 	MaxEvents int
 	MaxBytes  int
 	// WatcherBuffer is how many events a watcher may have left to read
@@ -57,9 +58,15 @@ type CachedEvent struct {
 	// first is the first encoding memoized, read without locking: most
 	// events are encoded only one way.
 	first atomic.Pointer[memoEntry]
-	// mu guards memo, the other encodings.
+	// mu guards memo, the other encodings, and evicted.
 	mu   sync.Mutex
 	memo map[string][]byte
+	// cache is the ring the event is in (nil for one built for a single
+	// stream); memoBytes, the size of its encodings, counts against the
+	// ring's MaxBytes until it is evicted.
+	cache     *WatchCache
+	memoBytes int
+	evicted   bool
 }
 
 type memoEntry struct {
@@ -79,6 +86,7 @@ func (e *CachedEvent) Memo(key string, build func() []byte) []byte {
 	if m == nil {
 		b := build()
 		e.first.Store(&memoEntry{key: key, b: b})
+		e.addMemoBytes(len(b))
 		return b
 	}
 	if m.key == key {
@@ -92,7 +100,25 @@ func (e *CachedEvent) Memo(key string, build func() []byte) []byte {
 		e.memo = make(map[string][]byte, 1)
 	}
 	e.memo[key] = b
+	e.addMemoBytes(len(b))
 	return b
+}
+
+// addMemoBytes counts n bytes of encodings against the ring's bound; the
+// caller holds e.mu.
+func (e *CachedEvent) addMemoBytes(n int) {
+	e.memoBytes += n
+	if e.cache != nil && !e.evicted {
+		e.cache.memoBytes.Add(int64(n))
+	}
+}
+
+// evict takes the event's encodings off the ring's count.
+func (e *CachedEvent) evict() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evicted = true
+	e.cache.memoBytes.Add(-int64(e.memoBytes))
 }
 
 // WatchCache is a bounded in-memory ring of the most recent events, fed by
@@ -116,12 +142,15 @@ type WatchCache struct {
 	ring []*CachedEvent // circular; len == cap == MaxEvents
 	// seq is the sequence number the next published event gets; the ring
 	// holds sequence numbers [seq-n, seq), event s at ring[s%len(ring)].
-	seq      uint64
-	n        int   // number of events in the ring
-	bytes    int   // value bytes in the ring
-	lastRev  int64 // newest revision published (or seen at start)
-	watchers map[*Watcher]struct{}
-	closed   bool
+	seq   uint64
+	n     int // number of events in the ring
+	bytes int // value bytes in the ring
+	// memoBytes counts the encodings memoized on events in the ring
+	// (CachedEvent.Memo adds to it outside mu).
+	memoBytes atomic.Int64
+	lastRev   int64 // newest revision published (or seen at start)
+	watchers  map[*Watcher]struct{}
+	closed    bool
 }
 
 // NewWatchCache starts a cache fed by db's commits. Close it to detach.
@@ -171,12 +200,13 @@ func (c *WatchCache) publish(events []Event) {
 	}
 	start := c.seq
 	for i := range events {
-		ev := &CachedEvent{Event: events[i]}
+		ev := &CachedEvent{Event: events[i], cache: c}
 		size := len(ev.Object.Value) + len(ev.PrevValue)
-		for c.n > 0 && (c.n == len(c.ring) || c.bytes+size > c.cfg.MaxBytes) {
+		for c.n > 0 && (c.n == len(c.ring) || c.bytes+int(c.memoBytes.Load())+size > c.cfg.MaxBytes) {
 			s := c.oldestSeqLocked()
 			old := c.at(s)
 			c.bytes -= len(old.Object.Value) + len(old.PrevValue)
+			old.evict()
 			c.ring[s%uint64(len(c.ring))] = nil
 			c.n--
 		}
@@ -215,11 +245,12 @@ func (c *WatchCache) publish(events []Event) {
 	}
 }
 
-// Stats reports the ring's size.
+// Stats reports the ring's size; bytes counts values and memoized
+// encodings.
 func (c *WatchCache) Stats() (events, bytes, watchers int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.n, c.bytes, len(c.watchers)
+	return c.n, c.bytes + int(c.memoBytes.Load()), len(c.watchers)
 }
 
 // Watch returns a watcher of resource (every resource when empty) in

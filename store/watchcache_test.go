@@ -201,6 +201,37 @@ func TestWatchCache_Bounded(t *testing.T) {
 	}
 }
 
+// TestWatchCache_BoundedWithEncodings: the encodings watchers memoize on
+// events count against MaxBytes, so a ring whose events were each encoded
+// several ways holds fewer of them, and evicted events stop counting.
+func TestWatchCache_BoundedWithEncodings(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{MaxEvents: 1000, MaxBytes: 20000})
+	defer wc.Close()
+	w, err := wc.Watch(context.Background(), "", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	const n = 60
+	for i := range n {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+		for _, ev := range nextN(t, w, 1) {
+			for _, enc := range []string{"json", "proto", "yaml"} {
+				ev.Memo(enc, func() []byte { return make([]byte, 200) })
+			}
+		}
+		if _, bytes, _ := wc.Stats(); bytes > 20000+600 {
+			t.Fatalf("after event %d the ring holds %d bytes, want at most 20000 (+ the newest event's 600 bytes of encodings)", i, bytes)
+		}
+	}
+	events, bytes, _ := wc.Stats()
+	// Each event is about 100 bytes of value and 600 of encodings.
+	if events == 0 || events > 20000/600 {
+		t.Errorf("ring holds %d events (%d bytes), want between 1 and %d", events, bytes, 20000/600)
+	}
+}
+
 // TestDB_CompactUnderLoad compacts a long change log while writers keep
 // writing: every write succeeds and compaction completes.
 func TestDB_CompactUnderLoad(t *testing.T) {
