@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -31,6 +33,12 @@ type Objects interface {
 	// propagation policy says. deleted reports that the object is gone.
 	// Errors are Status errors (apierrors), NotFound included.
 	DeleteObject(ctx context.Context, k *registry.Kind, namespace, name string, opts *metav1.DeleteOptions) (deleted bool, err error)
+	// UpdateObject updates an object of kind k as a PUT of subresource by
+	// manager would; fn computes the new state from a copy of the current
+	// one and is called again after a conflict. deleted reports that the
+	// update emptied the finalizers of an object being deleted, which
+	// removed it. Errors are Status errors, NotFound included.
+	UpdateObject(ctx context.Context, k *registry.Kind, namespace, name, subresource, manager string, fn func(cur runtime.Object) (runtime.Object, error)) (deleted bool, err error)
 }
 
 // Config configures the controllers. Store, Registry, Objects and
@@ -43,7 +51,11 @@ type Config struct {
 	WatchCache *store.WatchCache
 	// EventTTL is how long Events live (DefaultEventTTL when zero).
 	EventTTL time.Duration
-	Logger   *zap.Logger
+	// CustomResourceKinds builds the kinds an established
+	// CustomResourceDefinition serves, one per served version. When nil,
+	// CRDs get their status but nothing is served for them.
+	CustomResourceKinds func(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Kind, error)
+	Logger              *zap.Logger
 }
 
 // Manager runs the controllers. Create it with New, run it with Start,
@@ -51,8 +63,10 @@ type Config struct {
 type Manager struct {
 	cfg Config
 	log *zap.Logger
-	// nsKick (capacity 1) wakes the namespace controller.
+	// nsKick and crdKick (capacity 1) wake the namespace and CRD
+	// controllers.
 	nsKick      chan struct{}
+	crdKick     chan struct{}
 	unsubscribe func()
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
@@ -66,14 +80,14 @@ func New(cfg Config) *Manager {
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = DefaultEventTTL
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1)}
+	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1)}
 }
 
 // Start runs the controllers until Close or ctx ends.
 func (m *Manager) Start(ctx context.Context) {
 	ctx, m.cancel = context.WithCancel(ctx)
-	m.unsubscribe = m.cfg.Store.Subscribe(m.observeNamespaces)
-	m.wg.Add(3)
+	m.unsubscribe = m.cfg.Store.Subscribe(m.observe)
+	m.wg.Add(4)
 	go func() {
 		defer m.wg.Done()
 		newGarbageCollector(m).run(ctx)
@@ -86,6 +100,26 @@ func (m *Manager) Start(ctx context.Context) {
 		defer m.wg.Done()
 		m.runEventExpiry(ctx)
 	}()
+	go func() {
+		defer m.wg.Done()
+		m.runCRDController(ctx)
+	}()
+}
+
+// observe wakes the controllers that committed writes concern. It runs on
+// the store's writer: it only sends kicks.
+func (m *Manager) observe(events []store.Event) {
+	m.observeNamespaces(events)
+	crds := m.cfg.Registry.Lookup(CRDResource)
+	if crds == nil {
+		return
+	}
+	for i := range events {
+		if events[i].Object.Key.Resource == crds.StorageResource {
+			m.kickCRDs()
+			return
+		}
+	}
 }
 
 // Close stops the controllers and waits for them.

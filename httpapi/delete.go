@@ -148,7 +148,12 @@ func (s *Server) deleteObject(ctx context.Context, k *registry.Kind, namespace, 
 				return deleteResult{}, apierrors.NewConflict(schema.GroupResource{Resource: k.GVK.Kind}, name, fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *p.ResourceVersion, m.GetResourceVersion()))
 			}
 		}
+		prepared := false
+		if k.PrepareForDelete != nil && m.GetDeletionTimestamp() == nil {
+			prepared = k.PrepareForDelete(obj)
+		}
 		marked, changed := markForDeletion(k, obj, opts)
+		changed = changed || prepared
 		if marked {
 			if !changed {
 				return deleteResult{stored: cur}, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -253,5 +254,19 @@ func (s *Server) WatchCache() *store.WatchCache { return s.watchCache }
 // controllers delete (controller.Objects).
 func (s *Server) DeleteObject(ctx context.Context, k *registry.Kind, namespace, name string, opts *metav1.DeleteOptions) (deleted bool, err error) {
 	res, err := s.deleteObject(ctx, k, namespace, name, opts)
+	return res.deleted, err
+}
+
+// UpdateObject updates an object of kind k as a PUT of subresource ("" or
+// "status") by manager would: fn computes the new state from a copy of
+// the current one, and field management, the strategy and validation run
+// on it; a conflict with another writer rereads and calls fn again.
+// deleted reports that the update emptied the finalizers of an object
+// being deleted, which removed it. Errors are Status errors. It is how
+// the controllers write status (controller.Objects).
+func (s *Server) UpdateObject(ctx context.Context, k *registry.Kind, namespace, name, subresource, manager string, fn func(cur runtime.Object) (runtime.Object, error)) (deleted bool, err error) {
+	r := &request{kind: k, ri: requestInfo{Verb: "update", Group: k.GVK.Group, Version: k.GVK.Version,
+		Resource: k.Resource, Namespace: namespace, Name: name, Subresource: subresource}}
+	res, err := s.guaranteedUpdate(ctx, r, subresource, manager, false, fn)
 	return res.deleted, err
 }

@@ -135,6 +135,13 @@ type Kind struct {
 	// resource only, after PrepareForUpdate). Each attempt of a retried
 	// update gets its own finish.
 	BeginUpdate func(ctx context.Context, obj, old runtime.Object) (finish FinishFunc, err error)
+	// PrepareForDelete runs on the first DELETE of obj (no
+	// deletionTimestamp yet), before finalizers are looked at: a kind that
+	// cleans up before it goes adds its finalizer here, as
+	// kube-apiserver's CustomResourceDefinition storage adds
+	// customresourcecleanup.apiextensions.k8s.io. It reports whether it
+	// changed obj.
+	PrepareForDelete func(obj runtime.Object) (changed bool)
 	// AfterDelete runs after obj (the stored object) was deleted from the
 	// store, whichever path deleted it.
 	AfterDelete func(ctx context.Context, obj runtime.Object)
@@ -316,6 +323,20 @@ func (r *Registry) Add(k *Kind) {
 // Remove unregisters the kind served at gvr, if any.
 func (r *Registry) Remove(gvr schema.GroupVersionResource) {
 	r.update(func(m map[schema.GroupVersionResource]*Kind) { delete(m, gvr) })
+}
+
+// Replace unregisters the kinds served at remove and registers add, in one
+// change: a request sees either none of it or all of it. A CRD controller
+// that serves hundreds of CRDs publishes one snapshot per round.
+func (r *Registry) Replace(remove []schema.GroupVersionResource, add []*Kind) {
+	r.update(func(m map[schema.GroupVersionResource]*Kind) {
+		for _, gvr := range remove {
+			delete(m, gvr)
+		}
+		for _, k := range add {
+			m[k.GVK.GroupVersion().WithResource(k.Resource)] = k
+		}
+	})
 }
 
 // update publishes a snapshot with the changes fn makes to a copy of the

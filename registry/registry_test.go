@@ -50,3 +50,33 @@ func TestRegistry_Snapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistry_Replace swaps kinds in one change.
+func TestRegistry_Replace(t *testing.T) {
+	r := Builtin()
+	widget := func(v string) *Kind {
+		return &Kind{GVK: schema.GroupVersionKind{Group: "example.com", Version: v, Kind: "Widget"}, Resource: "widgets"}
+	}
+	r.Replace(nil, []*Kind{widget("v1"), widget("v2")})
+	before := r.Snapshot()
+	v1 := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}
+	v2 := v1.GroupVersion().WithResource("widgets")
+	v2.Version = "v2"
+	r.Replace([]schema.GroupVersionResource{v1, v2}, []*Kind{widget("v3")})
+	after := r.Snapshot()
+	if got, want := after.Generation(), before.Generation()+1; got != want {
+		t.Errorf("Generation() after one Replace = %d, want %d", got, want)
+	}
+	for _, tc := range []struct {
+		version string
+		want    bool
+	}{{"v1", false}, {"v2", false}, {"v3", true}} {
+		gvr := schema.GroupVersionResource{Group: "example.com", Version: tc.version, Resource: "widgets"}
+		if got := after.Lookup(gvr) != nil; got != tc.want {
+			t.Errorf("after Replace: Lookup(%v) found = %v, want %v", gvr, got, tc.want)
+		}
+		if got, want := before.Lookup(gvr) != nil, tc.version != "v3"; got != want {
+			t.Errorf("snapshot before Replace: Lookup(%v) found = %v, want %v", gvr, got, want)
+		}
+	}
+}
