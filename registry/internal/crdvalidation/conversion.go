@@ -186,6 +186,11 @@ func caBundleError(caBundle []byte) error {
 	if x509.NewCertPool().AppendCertsFromPEM(caBundle) {
 		return nil
 	}
+	return fmt.Errorf("unable to load root certificates: %w", pemError(caBundle))
+}
+
+// pemError says what is wrong with PEM data that yields no certificate.
+func pemError(caBundle []byte) error {
 	rest := caBundle
 	for len(rest) > 0 {
 		var block *pem.Block
