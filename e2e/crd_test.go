@@ -323,3 +323,117 @@ func unstructuredString(obj map[string]interface{}, path ...string) (string, boo
 	s, ok := cur.(string)
 	return s, ok, nil
 }
+
+// TestCRD_PatchAndDryRun patches a CRD with every patch type, through the
+// main resource and the status subresource, and checks that dryRun
+// answers as a write would but stores nothing.
+func TestCRD_PatchAndDryRun(t *testing.T) {
+	d := StartDaemon(t)
+	ctx := context.Background()
+	crds := d.apiextensionsClient(t).ApiextensionsV1().CustomResourceDefinitions()
+	const name = "crontabs.stable.example.com"
+	in := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict([]byte(cronTabCRDYAML), in); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("dryRun create stores nothing", func(t *testing.T) {
+		got, err := crds.Create(ctx, in, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatalf("dry-run create: %v", err)
+		}
+		if got.Generation != 1 || !reflect.DeepEqual(got.Status.StoredVersions, []string{"v1"}) {
+			t.Errorf("dry-run create answered generation %d storedVersions %v", got.Generation, got.Status.StoredVersions)
+		}
+		if _, err := crds.Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("get after dry-run create: %v, want NotFound", err)
+		}
+		bad := in.DeepCopy()
+		bad.Spec.Versions[1].Storage = true
+		_, err = crds.Create(ctx, bad, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if !apierrors.IsInvalid(err) {
+			t.Fatalf("dry-run create of two storage versions: %v, want 422", err)
+		}
+		var causes []string
+		for _, c := range apiStatus(t, err).Details.Causes {
+			// The value of spec.versions is the whole list, as JSON.
+			causes = append(causes, c.Field+" "+c.Message[strings.LastIndex(c.Message, ": ")+2:])
+		}
+		if want := []string{"spec.versions must have exactly one version marked as storage version", "status.storedVersions must have the storage version v1beta1"}; !reflect.DeepEqual(causes, want) {
+			t.Errorf("causes %q, want %q", causes, want)
+		}
+	})
+
+	created, err := crds.Create(ctx, in, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+
+	patches := []struct {
+		name  string
+		typ   types.PatchType
+		patch string
+		check func(*apiextensionsv1.CustomResourceDefinition) bool
+	}{
+		{"merge", types.MergePatchType, `{"spec":{"names":{"shortNames":["ct","cron"]}}}`,
+			func(c *apiextensionsv1.CustomResourceDefinition) bool {
+				return reflect.DeepEqual(c.Spec.Names.ShortNames, []string{"ct", "cron"})
+			}},
+		{"json", types.JSONPatchType, `[{"op":"add","path":"/spec/names/categories","value":["all"]}]`,
+			func(c *apiextensionsv1.CustomResourceDefinition) bool {
+				return reflect.DeepEqual(c.Spec.Names.Categories, []string{"all"})
+			}},
+		{"strategic", types.StrategicMergePatchType, `{"metadata":{"labels":{"a":"b"}},"spec":{"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`,
+			func(c *apiextensionsv1.CustomResourceDefinition) bool {
+				// The versions list has no merge key: replaced whole.
+				return c.Labels["a"] == "b" && len(c.Spec.Versions) == 1 && c.Spec.Versions[0].Name == "v1"
+			}},
+	}
+	generation := created.Generation
+	for _, p := range patches {
+		t.Run(p.name+" patch", func(t *testing.T) {
+			dry, err := crds.Patch(ctx, name, p.typ, []byte(p.patch), metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil || !p.check(dry) {
+				t.Fatalf("dry-run %s patch: %v %+v", p.name, err, dry)
+			}
+			if stored, err := crds.Get(ctx, name, metav1.GetOptions{}); err != nil || p.check(stored) || stored.Generation != generation {
+				t.Errorf("dry-run %s patch was stored: %v", p.name, err)
+			}
+			got, err := crds.Patch(ctx, name, p.typ, []byte(p.patch), metav1.PatchOptions{})
+			if err != nil || !p.check(got) {
+				t.Fatalf("%s patch: %v %+v", p.name, err, got)
+			}
+			generation++
+			if got.Generation != generation {
+				t.Errorf("generation %d, want %d", got.Generation, generation)
+			}
+		})
+	}
+
+	t.Run("a patch that breaks validation is refused", func(t *testing.T) {
+		_, err := crds.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"group":"other.example.com"}}`), metav1.PatchOptions{})
+		wantStatus(t, err, 422, metav1.StatusReasonInvalid, `CustomResourceDefinition.apiextensions.k8s.io "`+name+`" is invalid: spec.group: Invalid value: "other.example.com": field is immutable`)
+	})
+
+	t.Run("status patch", func(t *testing.T) {
+		patch := `{"spec":{"group":"ignored.example.com"},"status":{"acceptedNames":{"plural":"crontabs","kind":"CronTab"}}}`
+		got, err := crds.Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+		if err != nil {
+			t.Fatalf("status patch: %v", err)
+		}
+		if got.Spec.Group != "stable.example.com" || got.Status.AcceptedNames.Kind != "CronTab" || got.Generation != generation {
+			t.Errorf("after status patch: group %q acceptedNames %+v generation %d", got.Spec.Group, got.Status.AcceptedNames, got.Generation)
+		}
+		_, err = crds.Patch(ctx, name, types.MergePatchType, []byte(`{"status":{"acceptedNames":{"kind":"CronTab","listKind":"CronTab"}}}`), metav1.PatchOptions{}, "status")
+		wantStatus(t, err, 422, metav1.StatusReasonInvalid, `CustomResourceDefinition.apiextensions.k8s.io "`+name+`" is invalid: status.acceptedNames.listKind: Invalid value: "CronTab": kind and listKind may not be the same`)
+	})
+
+	t.Run("dryRun delete keeps the CRD", func(t *testing.T) {
+		if err := crds.Delete(ctx, name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			t.Fatalf("dry-run delete: %v", err)
+		}
+		if _, err := crds.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("get after dry-run delete: %v", err)
+		}
+	})
+}
