@@ -1,6 +1,7 @@
 package crdvalidation
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -165,21 +166,33 @@ func keptSelectableFields(crd, old *apiextensions.CustomResourceDefinition) map[
 // form. The errors are kube-apiserver's words.
 func resolveFieldPath(jsonPath string, s *structuralschema.Structural, allowBrackets bool) (*field.Path, *structuralschema.Structural, error) {
 	var path *field.Path
-	step := func(name string) error {
+	err := walkFieldPath(jsonPath, allowBrackets, func(name string) error {
 		switch {
 		case s != nil && s.Properties != nil:
 			sub, ok := s.Properties[name]
 			if !ok {
-				return fmt.Errorf("does not refer to a valid field")
+				return errNoSuchField
 			}
 			path, s = path.Child(name), &sub
 		case s != nil && s.AdditionalProperties != nil:
 			path, s = path.Key(name), s.AdditionalProperties.Structural
 		default:
-			return fmt.Errorf("does not refer to a valid field")
+			return errNoSuchField
 		}
 		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	return path, s, nil
+}
+
+// errNoSuchField is the error of a field path that leaves the schema.
+var errNoSuchField = errors.New("does not refer to a valid field")
+
+// walkFieldPath parses a field path and calls step with each name in it,
+// in order, stopping at the first error.
+func walkFieldPath(jsonPath string, allowBrackets bool, step func(name string) error) error {
 	toks := fieldPathTokens(jsonPath)
 	next := func() (string, bool) {
 		if len(toks) == 0 {
@@ -192,44 +205,44 @@ func resolveFieldPath(jsonPath string, s *structuralschema.Structural, allowBrac
 	for {
 		tok, ok := next()
 		if !ok {
-			return path, s, nil
+			return nil
 		}
 		switch tok {
 		case ".":
 			name, ok := next()
 			if !ok {
-				return nil, nil, fmt.Errorf("unexpected end of JSON path")
+				return fmt.Errorf("unexpected end of JSON path")
 			}
 			if err := step(name); err != nil {
-				return nil, nil, err
+				return err
 			}
 		case "[":
 			if !allowBrackets {
-				return nil, nil, fmt.Errorf("array notation is not allowed")
+				return fmt.Errorf("array notation is not allowed")
 			}
 			quoted, ok := next()
 			if !ok {
-				return nil, nil, fmt.Errorf("unexpected end of JSON path")
+				return fmt.Errorf("unexpected end of JSON path")
 			}
 			if len(quoted) < 2 || quoted[0] != '\'' || quoted[len(quoted)-1] != '\'' {
-				return nil, nil, fmt.Errorf("expected single quoted string but got %s", quoted)
+				return fmt.Errorf("expected single quoted string but got %s", quoted)
 			}
 			name, err := unquote(quoted[1 : len(quoted)-1])
 			if err != nil {
-				return nil, nil, fmt.Errorf("invalid string literal: %w", err)
+				return fmt.Errorf("invalid string literal: %w", err)
 			}
 			if err := step(name); err != nil {
-				return nil, nil, err
+				return err
 			}
 			closing, ok := next()
 			if !ok {
-				return nil, nil, fmt.Errorf("unexpected end of JSON path")
+				return fmt.Errorf("unexpected end of JSON path")
 			}
 			if closing != "]" {
-				return nil, nil, fmt.Errorf("expected ] but got %s", closing)
+				return fmt.Errorf("expected ] but got %s", closing)
 			}
 		default:
-			return nil, nil, fmt.Errorf("expected [ or . but got: %s", tok)
+			return fmt.Errorf("expected [ or . but got: %s", tok)
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	openapierrors "k8s.io/kube-openapi/pkg/validation/errors"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"k8s.io/kube-openapi/pkg/validation/strfmt"
 	"k8s.io/kube-openapi/pkg/validation/validate"
 )
@@ -34,13 +35,18 @@ func defaults(root *structuralschema.Structural, fld *field.Path, requirePruned 
 		root = &clone
 	}
 	d := defaultChecker{requirePruned: requirePruned}
-	d.visit(root, fld, nil, nil, false)
+	// One conversion for the whole tree: each node's OpenAPI schema is
+	// the matching part of it, and converting each node with a default
+	// on its own would cost the square of the schema's depth.
+	d.visit(root, root.ToKubeOpenAPI(), fld, nil, nil, false)
 	return d.errs
 }
 
-// pathStep is one step from a resource to a node: a property name, or an
-// array item when index is true.
+// pathStep is the last step from a resource to a node: a property name,
+// or an array item when index is true. up is the step before it (nil at
+// the resource).
 type pathStep struct {
+	up    *pathStep
 	name  string
 	index bool
 }
@@ -51,12 +57,12 @@ type defaultChecker struct {
 	errs          field.ErrorList
 }
 
-// visit checks the default of s and of the nodes below it. resource is
-// the schema of the enclosing resource (the root or an embedded one) and
-// steps the way from it to s; inMeta says s lies in that resource's
-// apiVersion, kind or metadata.
-func (d *defaultChecker) visit(s *structuralschema.Structural, fld *field.Path, resource *structuralschema.Structural, steps []pathStep, inMeta bool) {
-	if s == nil {
+// visit checks the default of s and of the nodes below it; o is s as an
+// OpenAPI schema. resource is the schema of the enclosing resource (the
+// root or an embedded one) and steps the way from it to s; inMeta says s
+// lies in that resource's apiVersion, kind or metadata.
+func (d *defaultChecker) visit(s *structuralschema.Structural, o *spec.Schema, fld *field.Path, resource *structuralschema.Structural, steps *pathStep, inMeta bool) {
+	if s == nil || o == nil {
 		return
 	}
 	if s.XEmbeddedResource {
@@ -64,31 +70,23 @@ func (d *defaultChecker) visit(s *structuralschema.Structural, fld *field.Path, 
 	}
 	if s.Default.Object != nil {
 		if inMeta {
-			d.checkInMeta(s, fld, resource, steps)
+			d.checkInMeta(s, o, fld, resource, steps)
 		} else {
-			d.check(s, fld)
+			d.check(s, o, fld)
 		}
 	}
-	if s.Items != nil {
-		d.visit(s.Items, fld.Child("items"), resource, appendStep(steps, pathStep{index: true}), inMeta)
+	if s.Items != nil && o.Items != nil {
+		d.visit(s.Items, o.Items.Schema, fld.Child("items"), resource, &pathStep{up: steps, index: true}, inMeta)
 	}
 	for _, name := range sortedKeys(s.Properties) {
-		sub := s.Properties[name]
-		d.visit(&sub, fld.Child("properties").Key(name), resource, appendStep(steps, pathStep{name: name}), inMeta || (s.XEmbeddedResource && resourceMetaFields[name]))
+		sub, subO := s.Properties[name], o.Properties[name]
+		d.visit(&sub, &subO, fld.Child("properties").Key(name), resource, &pathStep{up: steps, name: name}, inMeta || (s.XEmbeddedResource && resourceMetaFields[name]))
 	}
-}
-
-// appendStep returns steps with step added, never sharing the array of
-// another branch.
-func appendStep(steps []pathStep, step pathStep) []pathStep {
-	out := make([]pathStep, len(steps), len(steps)+1)
-	copy(out, steps)
-	return append(out, step)
 }
 
 // check validates a default outside resource metadata: pruned, with
 // valid metadata if it is (or embeds) a resource, and valid for s.
-func (d *defaultChecker) check(s *structuralschema.Structural, fld *field.Path) {
+func (d *defaultChecker) check(s *structuralschema.Structural, o *spec.Schema, fld *field.Path) {
 	value := s.Default.Object
 	p := fld.Child("default")
 	if d.requirePruned {
@@ -106,21 +104,21 @@ func (d *defaultChecker) check(s *structuralschema.Structural, fld *field.Path) 
 		d.errs = append(d.errs, errs...)
 		return
 	}
-	d.errs = append(d.errs, valueErrors(p, value, s)...)
+	d.errs = append(d.errs, valueErrors(p, value, o)...)
 }
 
 // checkInMeta validates a default inside a resource's apiVersion, kind
 // or metadata: the resource it would produce, with nothing else set,
 // must have valid metadata, and the value must be valid for s.
-func (d *defaultChecker) checkInMeta(s *structuralschema.Structural, fld *field.Path, resource *structuralschema.Structural, steps []pathStep) {
+func (d *defaultChecker) checkInMeta(s *structuralschema.Structural, o *spec.Schema, fld *field.Path, resource *structuralschema.Structural, steps *pathStep) {
 	value := s.Default.Object
 	p := fld.Child("default")
 	var obj any = runtime.DeepCopyJSONValue(value)
-	for i := len(steps) - 1; i >= 0; i-- {
-		if steps[i].index {
+	for step := steps; step != nil; step = step.up {
+		if step.index {
 			obj = []any{obj}
 		} else {
-			obj = map[string]any{steps[i].name: obj}
+			obj = map[string]any{step.name: obj}
 		}
 	}
 	m, ok := obj.(map[string]any)
@@ -143,14 +141,14 @@ func (d *defaultChecker) checkInMeta(s *structuralschema.Structural, fld *field.
 		d.errs = append(d.errs, field.Invalid(p, value, fmt.Sprintf("must result in valid metadata: %v", errs.ToAggregate())))
 		return
 	}
-	d.errs = append(d.errs, valueErrors(p, value, s)...)
+	d.errs = append(d.errs, valueErrors(p, value, o)...)
 }
 
-// valueErrors validates value against s with kube-openapi's validator,
+// valueErrors validates value against o with kube-openapi's validator,
 // the one kube-apiserver uses, and words the result as kube-apiserver
 // does.
-func valueErrors(fld *field.Path, value any, s *structuralschema.Structural) field.ErrorList {
-	result := validate.NewSchemaValidator(s.ToKubeOpenAPI(), nil, "", strfmt.Default).Validate(value)
+func valueErrors(fld *field.Path, value any, o *spec.Schema) field.ErrorList {
+	result := validate.NewSchemaValidator(o, nil, "", strfmt.Default).Validate(value)
 	if result.IsValid() {
 		return nil
 	}

@@ -62,7 +62,8 @@ func (p policy) schema(v *apiextensions.CustomResourceValidation, status bool, f
 		}
 	}
 	w := walker{policy: p}
-	errs = append(errs, w.node(root, rootPath, nodeContext{root: true})...)
+	nodeErrs, _ := w.node(root, rootPath, nodeContext{root: true})
+	errs = append(errs, nodeErrs...)
 	if len(errs) == 0 {
 		errs = conversionErrs
 	}
@@ -113,17 +114,34 @@ type walker struct {
 
 // node checks s and everything below it: first its own keywords, then
 // its sub-schemas, then its Kubernetes extensions and validation rules.
-func (w walker) node(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) field.ErrorList {
+// It also reports whether s converts to a structural schema (see
+// convertsAlone), found on the way so that rules need not convert each
+// subtree again.
+func (w walker) node(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) (field.ErrorList, bool) {
 	if s == nil {
-		return nil
+		return nil, true
 	}
 	errs := w.keywords(s, fld, at)
 	if s.UniqueItems {
 		errs = append(errs, field.Forbidden(fld.Child("uniqueItems"), "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
 	}
-	errs = append(errs, w.children(s, fld, at)...)
+	childErrs, converts := w.children(s, fld, at)
+	errs = append(errs, childErrs...)
+	converts = converts && convertsAlone(s)
 	errs = append(errs, w.extensions(s, fld)...)
-	return append(errs, validationRules(s, fld)...)
+	return append(errs, validationRules(s, fld, converts)...), converts
+}
+
+// convertsAlone reports whether s, its sub-schemas aside, converts to a
+// structural schema: none of the keywords structural schemas leave out,
+// items a single schema, and x-kubernetes-preserve-unknown-fields not
+// false.
+func convertsAlone(s *apiextensions.JSONSchemaProps) bool {
+	unsupported := s.ID != "" || s.Schema != "" || (s.Ref != nil && *s.Ref != "") || len(s.PatternProperties) > 0 ||
+		len(s.Dependencies) > 0 || s.AdditionalItems != nil || len(s.Definitions) > 0
+	itemsArray := s.Items != nil && len(s.Items.JSONSchemas) > 0
+	preserveFalse := s.XPreserveUnknownFields != nil && !*s.XPreserveUnknownFields
+	return !unsupported && !itemsArray && !preserveFalse
 }
 
 // keywords rejects what a Kubernetes schema may not use: unknown types,
@@ -161,9 +179,16 @@ func (w walker) keywords(s *apiextensions.JSONSchemaProps, fld *field.Path, at n
 
 // children checks the sub-schemas of s: additionalProperties, properties
 // (by name), not, allOf, oneOf, anyOf, definitions, items and
-// dependencies.
-func (w walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) field.ErrorList {
+// dependencies. It reports whether all of them convert to structural
+// schemas.
+func (w walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) (field.ErrorList, bool) {
 	var errs field.ErrorList
+	converts := true
+	visit := func(sub *apiextensions.JSONSchemaProps, p *field.Path, c nodeContext) {
+		subErrs, ok := w.node(sub, p, c)
+		errs = append(errs, subErrs...)
+		converts = converts && ok
+	}
 	// Below the root, a node is never the root again.
 	below := at
 	below.root = false
@@ -179,7 +204,7 @@ func (w walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at n
 			// Pruning a map entry's default needs a value to prune.
 			sub.noDefaults, sub.noDefaultsReason = true, "inside additionalProperties applying to object metadata"
 		}
-		errs = append(errs, w.node(ap.Schema, fld.Child("additionalProperties"), sub)...)
+		visit(ap.Schema, fld.Child("additionalProperties"), sub)
 	}
 
 	for _, name := range sortedKeys(s.Properties) {
@@ -191,32 +216,32 @@ func (w walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at n
 				sub.noDefaults, sub.noDefaultsReason = true, "in top-level "+name
 			}
 		}
-		errs = append(errs, w.node(&prop, fld.Child("properties").Key(name), sub)...)
+		visit(&prop, fld.Child("properties").Key(name), sub)
 	}
 
-	errs = append(errs, w.node(s.Not, fld.Child("not"), below)...)
+	visit(s.Not, fld.Child("not"), below)
 	for _, list := range []struct {
 		key     string
 		schemas []apiextensions.JSONSchemaProps
 	}{{"allOf", s.AllOf}, {"oneOf", s.OneOf}, {"anyOf", s.AnyOf}} {
 		for i := range list.schemas {
-			errs = append(errs, w.node(&list.schemas[i], fld.Child(list.key).Index(i), below)...)
+			visit(&list.schemas[i], fld.Child(list.key).Index(i), below)
 		}
 	}
 	for _, name := range sortedKeys(s.Definitions) {
 		def := s.Definitions[name]
-		errs = append(errs, w.node(&def, fld.Child("definitions").Key(name), below)...)
+		visit(&def, fld.Child("definitions").Key(name), below)
 	}
 	if s.Items != nil {
-		errs = append(errs, w.node(s.Items.Schema, fld.Child("items"), below)...)
+		visit(s.Items.Schema, fld.Child("items"), below)
 		for i := range s.Items.JSONSchemas {
-			errs = append(errs, w.node(&s.Items.JSONSchemas[i], fld.Child("items").Index(i), below)...)
+			visit(&s.Items.JSONSchemas[i], fld.Child("items").Index(i), below)
 		}
 	}
 	for _, name := range sortedKeys(s.Dependencies) {
-		errs = append(errs, w.node(s.Dependencies[name].Schema, fld.Child("dependencies").Key(name), below)...)
+		visit(s.Dependencies[name].Schema, fld.Child("dependencies").Key(name), below)
 	}
-	return errs
+	return errs, converts
 }
 
 // extensions checks the x-kubernetes-* keywords of s: preserve-unknown-
@@ -367,9 +392,10 @@ func listKeyRules(s *apiextensions.JSONSchemaProps, fld *field.Path) field.Error
 // validationRules checks the static parts of x-kubernetes-validations:
 // a rule is given, message and fieldPath are single non-blank lines, a
 // multi-line rule has a message, reason is known and fieldPath names a
-// field of s. The rules themselves are not compiled (see the package
-// comment).
-func validationRules(s *apiextensions.JSONSchemaProps, fld *field.Path) field.ErrorList {
+// field of s (converts: s is structural; if not, any fieldPath passes,
+// as in kube-apiserver). The rules themselves are not compiled (see the
+// package comment).
+func validationRules(s *apiextensions.JSONSchemaProps, fld *field.Path, converts bool) field.ErrorList {
 	var errs field.ErrorList
 	for i, r := range s.XValidations {
 		p := fld.Child("x-kubernetes-validations").Index(i)
@@ -396,22 +422,32 @@ func validationRules(s *apiextensions.JSONSchemaProps, fld *field.Path) field.Er
 		if lineBreak.MatchString(r.FieldPath) {
 			errs = append(errs, field.Invalid(p.Child("fieldPath"), r.FieldPath, "must not contain line breaks"))
 		}
-		if r.FieldPath != "" && !fieldPathResolves(s, r.FieldPath) {
+		if r.FieldPath != "" && converts && walkFieldPath(r.FieldPath, true, propertyStep(s)) != nil {
 			errs = append(errs, field.Invalid(p.Child("fieldPath"), r.FieldPath, "must be a valid path"))
 		}
 	}
 	return errs
 }
 
-// fieldPathResolves reports whether a rule's fieldPath names a field of
-// s. A node that is not structural cannot say, and passes.
-func fieldPathResolves(s *apiextensions.JSONSchemaProps, path string) bool {
-	ss, err := structuralschema.NewStructural(s)
-	if err != nil {
-		return true
+// propertyStep returns a walkFieldPath step that follows names from s
+// through properties and additionalProperties, as resolveFieldPath does
+// through the structural schema that s converts to.
+func propertyStep(s *apiextensions.JSONSchemaProps) func(string) error {
+	return func(name string) error {
+		switch {
+		case s != nil && len(s.Properties) > 0:
+			sub, ok := s.Properties[name]
+			if !ok {
+				return errNoSuchField
+			}
+			s = &sub
+		case s != nil && s.AdditionalProperties != nil:
+			s = s.AdditionalProperties.Schema
+		default:
+			return errNoSuchField
+		}
+		return nil
 	}
-	_, _, err = resolveFieldPath(path, ss, true)
-	return err == nil
 }
 
 // sortedKeys returns m's keys in order: nodes are visited by name, so
