@@ -218,7 +218,9 @@ func perVersionFields(spec *apiextensions.CustomResourceDefinitionSpec, fld *fie
 		func(v *apiextensions.CustomResourceDefinitionVersion) any { return v.Subresources }) {
 		errs = append(errs, field.Invalid(versionsPath, spec.Versions, "per-version subresources may not all be set to identical values (top-level subresources should be used instead)"))
 	}
-	if allSame(func(v *apiextensions.CustomResourceDefinitionVersion) bool { return len(v.AdditionalPrinterColumns) > 0 },
+	if allSame(func(v *apiextensions.CustomResourceDefinitionVersion) bool {
+		return len(v.AdditionalPrinterColumns) > 0
+	},
 		func(v *apiextensions.CustomResourceDefinitionVersion) any { return v.AdditionalPrinterColumns }) {
 		errs = append(errs, field.Invalid(versionsPath, spec.Versions, "per-version additionalPrinterColumns may not all be set to identical values (top-level additionalPrinterColumns should be used instead)"))
 	}
