@@ -197,34 +197,40 @@ func perVersionFields(spec *apiextensions.CustomResourceDefinitionSpec, fld *fie
 		errs = append(errs, field.Forbidden(fld.Child("additionalPrinterColumns"), "top-level and per-version additionalPrinterColumns are mutually exclusive"))
 	}
 
-	allSame := func(set func(v *apiextensions.CustomResourceDefinitionVersion) bool, value func(v *apiextensions.CustomResourceDefinitionVersion) any) bool {
-		if len(spec.Versions) == 0 {
-			return false
-		}
-		first := value(&spec.Versions[0])
-		for i := range spec.Versions {
-			if !set(&spec.Versions[i]) || !equality.Semantic.DeepEqual(value(&spec.Versions[i]), first) {
-				return false
-			}
-		}
-		return true
-	}
 	versionsPath := fld.Child("versions")
-	if allSame(func(v *apiextensions.CustomResourceDefinitionVersion) bool { return v.Schema != nil },
-		func(v *apiextensions.CustomResourceDefinitionVersion) any { return v.Schema }) {
-		errs = append(errs, field.Invalid(versionsPath, spec.Versions, "per-version schemas may not all be set to identical values (top-level validation should be used instead)"))
-	}
-	if allSame(func(v *apiextensions.CustomResourceDefinitionVersion) bool { return v.Subresources != nil },
-		func(v *apiextensions.CustomResourceDefinitionVersion) any { return v.Subresources }) {
-		errs = append(errs, field.Invalid(versionsPath, spec.Versions, "per-version subresources may not all be set to identical values (top-level subresources should be used instead)"))
-	}
-	if allSame(func(v *apiextensions.CustomResourceDefinitionVersion) bool {
-		return len(v.AdditionalPrinterColumns) > 0
-	},
-		func(v *apiextensions.CustomResourceDefinitionVersion) any { return v.AdditionalPrinterColumns }) {
-		errs = append(errs, field.Invalid(versionsPath, spec.Versions, "per-version additionalPrinterColumns may not all be set to identical values (top-level additionalPrinterColumns should be used instead)"))
+	for _, f := range []struct {
+		name, topLevel string
+		of             func(v *apiextensions.CustomResourceDefinitionVersion) (value any, set bool)
+	}{
+		{"schemas", "validation", func(v *apiextensions.CustomResourceDefinitionVersion) (any, bool) { return v.Schema, v.Schema != nil }},
+		{"subresources", "subresources", func(v *apiextensions.CustomResourceDefinitionVersion) (any, bool) {
+			return v.Subresources, v.Subresources != nil
+		}},
+		{"additionalPrinterColumns", "additionalPrinterColumns", func(v *apiextensions.CustomResourceDefinitionVersion) (any, bool) {
+			return v.AdditionalPrinterColumns, len(v.AdditionalPrinterColumns) > 0
+		}},
+	} {
+		if sameInEveryVersion(spec.Versions, f.of) {
+			errs = append(errs, field.Invalid(versionsPath, spec.Versions, fmt.Sprintf("per-version %s may not all be set to identical values (top-level %s should be used instead)", f.name, f.topLevel)))
+		}
 	}
 	return errs
+}
+
+// sameInEveryVersion reports whether every version sets the field of
+// and to the same value.
+func sameInEveryVersion(versions []apiextensions.CustomResourceDefinitionVersion, of func(*apiextensions.CustomResourceDefinitionVersion) (any, bool)) bool {
+	if len(versions) == 0 {
+		return false
+	}
+	first, _ := of(&versions[0])
+	for i := range versions {
+		v, set := of(&versions[i])
+		if !set || !equality.Semantic.DeepEqual(v, first) {
+			return false
+		}
+	}
+	return true
 }
 
 // subresourcesOf returns the subresources that apply to the version
