@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kubevalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
@@ -289,5 +291,26 @@ func TestCRDValidation_MatchesKubeMore(t *testing.T) {
 				t.Errorf("kube-apiserver gives %d causes, the case says rejects=%v: %q", len(want), tt.rejects, errorStrings(want))
 			}
 		})
+	}
+}
+
+// TestCRDValidation_UnsetPreserveUnknownFieldsMatchesKube covers what
+// only the internal version can hold: spec.preserveUnknownFields unset,
+// which kube-apiserver takes as pruning for the structural rules and as
+// keeping unknown fields for defaults and webhook conversion.
+func TestCRDValidation_UnsetPreserveUnknownFieldsMatchesKube(t *testing.T) {
+	crd := newCronTabCRD(t)
+	setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a")}, "v1"))(t, crd)
+	in, err := crdToInternal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Spec.PreserveUnknownFields = nil
+	got, want := crdvalidation.Create(in), kubevalidation.ValidateCustomResourceDefinition(context.Background(), in)
+	if !sameErrors(got, want) {
+		t.Errorf("got  %q\nwant %q", errorStrings(got), errorStrings(want))
+	}
+	if len(want) != 2 {
+		t.Errorf("kube-apiserver gives %q, want the defaults and conversion causes", errorStrings(want))
 	}
 }

@@ -26,7 +26,11 @@ func (p policy) spec(spec *apiextensions.CustomResourceDefinitionSpec, fld *fiel
 	errs = append(errs, group(spec.Group, fld.Child("group"))...)
 	errs = append(errs, oneOf(string(spec.Scope), fld.Child("scope"), string(apiextensions.ClusterScoped), string(apiextensions.NamespaceScoped))...)
 
+	// An unset spec.preserveUnknownFields (only the internal version can
+	// have one) counts, as in kube-apiserver, both as pruning and as
+	// keeping unknown fields.
 	pruning := spec.PreserveUnknownFields == nil || !*spec.PreserveUnknownFields
+	keeping := spec.PreserveUnknownFields == nil || *spec.PreserveUnknownFields
 	if pruning {
 		// Pruning needs to know every field, which only a structural
 		// schema says.
@@ -49,7 +53,7 @@ func (p policy) spec(spec *apiextensions.CustomResourceDefinitionSpec, fld *fiel
 	}
 	if anySchema(spec, hasDefault) {
 		p.structural = true
-		if !pruning {
+		if keeping {
 			errs = append(errs, field.Invalid(fld.Child("preserveUnknownFields"), true, "must be false in order to use defaults in the schema"))
 		}
 	}
@@ -114,7 +118,7 @@ func (p policy) spec(spec *apiextensions.CustomResourceDefinitionSpec, fld *fiel
 		}
 	}
 
-	if spec.Conversion != nil && spec.Conversion.Strategy != apiextensions.NoneConverter && !pruning {
+	if spec.Conversion != nil && spec.Conversion.Strategy != apiextensions.NoneConverter && keeping {
 		errs = append(errs, field.Invalid(fld.Child("conversion", "strategy"), spec.Conversion.Strategy, "must be None if spec.preserveUnknownFields is true"))
 	}
 	return append(errs, p.conversion(spec.Conversion, fld.Child("conversion"))...)
