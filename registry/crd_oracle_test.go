@@ -104,6 +104,14 @@ func oracleCases() []oracleCase {
 		{name: "default in top-level kind", mutate: setSchema(1, `{type: object, properties: {kind: {type: string, default: Foo}}}`), rejects: true},
 		{name: "defaults under additionalProperties outside metadata", mutate: onSpec(`{type: object, additionalProperties: {type: string, default: x}}`)},
 
+		{name: "valid embedded resource default", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true, default: {apiVersion: v1, kind: Foo, metadata: {name: ok, labels: {a: b}}}}}}`)},
+		{name: "embedded resource default with bad labels and apiVersion", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true, default: {apiVersion: "a/b/c", kind: Foo, metadata: {labels: {"bad key!": b}}}}}}`), rejects: true},
+		// An int-or-string node has no type to check a default against.
+		{name: "int-or-string defaults", mutate: onSpec(`{type: object, properties: {a: {x-kubernetes-int-or-string: true, default: "50%"}, b: {x-kubernetes-int-or-string: true, default: true}}}`)},
+		{name: "default under preserve-unknown-fields keeps unknown fields", mutate: onSpec(`{type: object, properties: {a: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {b: {type: string}}, default: {b: x, c: y}}}}`)},
+		{name: "default inside a list item in embedded metadata", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, properties: {
+			metadata: {type: object, properties: {finalizers: {type: array, items: {type: string, default: "bad finalizer!"}}}}}}}}`), rejects: true},
+		{name: "default in top-level metadata name", mutate: setSchema(1, `{type: object, properties: {metadata: {type: object, properties: {name: {type: string, default: x}}}}}`), rejects: true},
 		// Structure.
 		{name: "value validation in anyOf with types", mutate: onSpec(`{type: object, properties: {a: {type: string, anyOf: [{type: integer}, {maxLength: 3}]}}}`), rejects: true},
 		{name: "not with $ref and items as an array", mutate: onSpec(`{type: object, properties: {a: {type: string, not: {$ref: "#/x"}}, b: {type: array, items: [{type: string}]}}}`), rejects: true},
@@ -125,6 +133,12 @@ func oracleCases() []oracleCase {
 		{name: "root with status: description and validations allowed", mutate: setSchema(0, `{type: object, description: d, x-kubernetes-validations: [{rule: "true"}], properties: {spec: {type: object}}}`)},
 		{name: "unknown type only", mutate: onSpec(`{type: object, properties: {a: {type: int}}}`), rejects: true},
 
+		{name: "root with status: no type", mutate: setSchema(0, `{properties: {spec: {type: object}}}`), rejects: true},
+		{name: "root with status: embedded resource and nullable", mutate: setSchema(0, `{type: object, nullable: true, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}`), rejects: true},
+		{name: "root without status: anyOf allowed", mutate: setSchema(1, `{type: object, properties: {a: {type: string}}, anyOf: [{required: [a]}]}`)},
+		{name: "forbidden generics in allOf", mutate: onSpec(`{type: object, allOf: [{description: d, type: object, nullable: true, default: {}}]}`), rejects: true},
+		{name: "additionalProperties false with properties", mutate: onSpec(`{type: object, properties: {a: {type: string}}, additionalProperties: false}`), rejects: true},
+		{name: "additionalProperties true with properties", mutate: onSpec(`{type: object, properties: {a: {type: string}}, additionalProperties: true}`)},
 		// x-kubernetes-validations.
 		{name: "validation rule fieldPath", mutate: onSpec(`{type: object, properties: {a: {type: string}, m: {type: object, additionalProperties: {type: string}}}, x-kubernetes-validations: [
 			{rule: "true", fieldPath: ".a"},
@@ -162,6 +176,9 @@ func oracleCases() []oracleCase {
 			v := *crd.Spec.Versions[1].DeepCopy()
 			v.Name, v.DeprecationWarning = "v2", ptr.To("tab\there")
 			crd.Spec.Versions = append(crd.Spec.Versions, v)
+		}, rejects: true},
+		{name: "deprecation warning not UTF-8", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[1].Deprecated, crd.Spec.Versions[1].DeprecationWarning = true, ptr.To("old \xff")
 		}, rejects: true},
 		{name: "first version name invalid", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 			crd.Spec.Versions[0].Name = "1"
