@@ -101,8 +101,8 @@ type nodeContext struct {
 	// inResourceMeta: the node describes apiVersion, kind or metadata of
 	// the root or of an embedded resource, or lies below them.
 	inResourceMeta bool
-	// noDefaults, when set, is why default is forbidden here ("" when
-	// defaults are allowed); noDefaultsReason may be empty.
+	// noDefaults: default is forbidden here, for noDefaultsReason
+	// (which ends the message; may be empty).
 	noDefaults       bool
 	noDefaultsReason string
 }
