@@ -10,7 +10,8 @@ import (
 
 // Builtin returns a registry of the built-in kinds: core/v1 namespaces,
 // configmaps, secrets, services and events, events.k8s.io/v1 events
-// (stored with the core events) and coordination.k8s.io/v1 leases. Each
+// (stored with the core events), coordination.k8s.io/v1 leases and
+// apiextensions.k8s.io/v1 customresourcedefinitions. Each
 // call returns fresh Kind values, so callers may add to the registry.
 //
 // opts (at most one; none means kube-apiserver's defaults) set the
@@ -35,6 +36,7 @@ func Builtin(opts ...BuiltinOptions) *Registry {
 	r.Add(coreEventKind())
 	r.Add(eventsV1EventKind())
 	r.Add(leaseKind())
+	r.Add(crdKind())
 	return r
 }
 

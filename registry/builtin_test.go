@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -36,6 +37,8 @@ func TestBuiltin(t *testing.T) {
 		{"/v1/events", "Event", "event", true, []string{"ev"}, all, false, "events", corev1.SchemeGroupVersion.WithKind("Event"), true, true},
 		{"events.k8s.io/v1/events", "Event", "event", true, []string{"ev"}, all, false, "events", corev1.SchemeGroupVersion.WithKind("Event"), true, true},
 		{"coordination.k8s.io/v1/leases", "Lease", "lease", true, nil, all, false, "leases.coordination.k8s.io", coordinationv1.SchemeGroupVersion.WithKind("Lease"), false, true},
+		{"apiextensions.k8s.io/v1/customresourcedefinitions", "CustomResourceDefinition", "customresourcedefinition", false, []string{"crd", "crds"}, all, true,
+			"customresourcedefinitions.apiextensions.k8s.io", apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), false, false},
 	}
 	reg := Builtin()
 	if got := len(reg.Kinds()); got != len(tests) {
@@ -47,10 +50,14 @@ func TestBuiltin(t *testing.T) {
 			if k.GVK.Kind != tt.kind || k.ListKind != tt.kind+"List" || k.Singular != tt.singular || k.Namespaced != tt.namespaced {
 				t.Errorf("got kind %s list %s singular %s namespaced %v", k.GVK.Kind, k.ListKind, k.Singular, k.Namespaced)
 			}
-			// Services alone are in the "all" category, as in kube-apiserver.
+			// As in kube-apiserver, Services are in the "all" category and
+			// CRDs in "api-extensions"; no other built-in has a category.
 			var wantCategories []string
-			if tt.kind == "Service" {
+			switch tt.kind {
+			case "Service":
 				wantCategories = []string{"all"}
+			case "CustomResourceDefinition":
+				wantCategories = []string{"api-extensions"}
 			}
 			if !reflect.DeepEqual(k.ShortNames, tt.shortNames) || !reflect.DeepEqual(k.Verbs, tt.verbs) || !reflect.DeepEqual(k.Categories, wantCategories) {
 				t.Errorf("got shortNames %v verbs %v categories %v", k.ShortNames, k.Verbs, k.Categories)

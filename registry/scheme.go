@@ -5,6 +5,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,7 +15,8 @@ import (
 
 // Scheme holds the Go types of the groups edgeapi serves, and nothing else
 // (client-go's kubernetes/scheme would link every API group): core/v1,
-// coordination.k8s.io/v1 and events.k8s.io/v1, meta.k8s.io v1 and v1beta1
+// coordination.k8s.io/v1, events.k8s.io/v1, apiextensions.k8s.io/v1,
+// meta.k8s.io v1 and v1beta1
 // (Table, PartialObjectMetadata) and apidiscovery.k8s.io/v2 (aggregated
 // discovery, which clients may ask for as protobuf). Each group's
 // AddToScheme also registers metav1's options, Status and WatchEvent for
@@ -35,6 +37,7 @@ func init() {
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(eventsv1.AddToScheme(Scheme))
 	utilruntime.Must(apidiscoveryv2.AddToScheme(Scheme))
+	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme)) // with its defaulting (SetDefaults_CustomResourceDefinition)
 	utilruntime.Must(metav1.AddMetaToScheme(Scheme))
 	utilruntime.Must(metav1beta1.AddMetaToScheme(Scheme))
 	// Unversioned meta types (Status, APIVersions, APIGroupList, ...) in

@@ -17,7 +17,7 @@ import (
 // byte for byte, so it cannot drift from what
 // applyconfigurations.NewTypeConverter would use.
 func TestSchemaYAML_MatchesClientGo(t *testing.T) {
-	full, err := extract.ClientGoSchema()
+	full, err := extract.Schema()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSchemaYAML_MatchesClientGo(t *testing.T) {
 // same type parsed from client-go's full schema, and that each served kind
 // resolves.
 func TestParser_TypesEqualClientGo(t *testing.T) {
-	fullYAML, err := extract.ClientGoSchema()
+	fullYAML, err := extract.Schema()
 	if err != nil {
 		t.Fatal(err)
 	}

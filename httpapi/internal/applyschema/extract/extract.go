@@ -15,7 +15,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
+	"go.yaml.in/yaml/v2"
+	apiextensionsopenapi "k8s.io/apiextensions-apiserver/pkg/generated/openapi"
+	"k8s.io/kube-openapi/pkg/schemaconv"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 	"sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
@@ -181,4 +186,78 @@ func Subset(full []byte, roots []string) ([]byte, error) {
 		return nil, fmt.Errorf("entries not found in the schema text: %v", missing)
 	}
 	return out.Bytes(), nil
+}
+
+// apiextensionsModelPrefix names the OpenAPI models of
+// apiextensions.k8s.io/v1, whose types client-go's schema does not hold.
+const apiextensionsModelPrefix = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
+
+// Schema returns the schema of every type the served kinds may reach:
+// client-go's (ClientGoSchema) followed by the apiextensions.k8s.io/v1
+// types, which kube-apiserver's field manager converts from the
+// apiextensions-apiserver's generated OpenAPI definitions with
+// schemaconv.ToSchemaFromOpenAPI (managedfields.NewTypeConverter), as
+// done here. Types client-go already defines (ObjectMeta, Time, the
+// untyped helpers) are not repeated.
+func Schema() ([]byte, error) {
+	full, err := ClientGoSchema()
+	if err != nil {
+		return nil, err
+	}
+	p, err := typed.NewParser(typed.YAMLObject(full))
+	if err != nil {
+		return nil, fmt.Errorf("parse client-go schema: %w", err)
+	}
+	have := make(map[string]bool, len(p.Schema.Types))
+	for _, td := range p.Schema.Types {
+		have[td.Name] = true
+	}
+	ref := func(name string) spec.Ref { return spec.MustCreateRef("#/definitions/" + name) }
+	models := map[string]*spec.Schema{}
+	for name, def := range apiextensionsopenapi.GetOpenAPIDefinitions(ref) {
+		if strings.HasPrefix(name, apiextensionsModelPrefix) {
+			s := def.Schema
+			models[name] = &s
+		}
+	}
+	ext, err := schemaconv.ToSchemaFromOpenAPI(models, false)
+	if err != nil {
+		return nil, fmt.Errorf("convert apiextensions OpenAPI definitions: %w", err)
+	}
+	var extra schema.Schema
+	for _, td := range ext.Types {
+		if !have[td.Name] {
+			sortFields(&td.Atom)
+			extra.Types = append(extra.Types, td)
+		}
+	}
+	sort.Slice(extra.Types, func(i, j int) bool { return extra.Types[i].Name < extra.Types[j].Name })
+	b, err := yaml.Marshal(&extra)
+	if err != nil {
+		return nil, fmt.Errorf("marshal apiextensions schema: %w", err)
+	}
+	const header = "types:\n"
+	if !bytes.HasPrefix(b, []byte(header)) {
+		return nil, errors.New("apiextensions schema does not start with \"types:\"")
+	}
+	if !bytes.HasSuffix(full, []byte("\n")) {
+		full = append(full, '\n')
+	}
+	return append(full, b[len(header):]...), nil
+}
+
+// sortFields orders a's map fields, and those of its inlined types, by
+// name: schemaconv emits them in Go's map order, and a generated file must
+// not change from one run to the next.
+func sortFields(a *schema.Atom) {
+	if a.Map != nil {
+		sort.Slice(a.Map.Fields, func(i, j int) bool { return a.Map.Fields[i].Name < a.Map.Fields[j].Name })
+		for i := range a.Map.Fields {
+			sortFields(&a.Map.Fields[i].Type.Inlined)
+		}
+		sortFields(&a.Map.ElementType.Inlined)
+	}
+	if a.List != nil {
+		sortFields(&a.List.ElementType.Inlined)
+	}
 }

@@ -20,7 +20,7 @@ func main() {
 }
 
 func run() error {
-	full, err := extract.ClientGoSchema()
+	full, err := extract.Schema()
 	if err != nil {
 		return err
 	}

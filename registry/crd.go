@@ -1,0 +1,222 @@
+package registry
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/edgeapi/edgeapi/registry/internal/crdvalidation"
+)
+
+// crdKind is apiextensions.k8s.io/v1 CustomResourceDefinition, as
+// kube-apiserver's apiextensions-apiserver serves it
+// (pkg/registry/customresourcedefinition). Only the definitions are stored
+// and validated here; the custom resources they define are not served.
+func crdKind() *Kind {
+	gvk := apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition")
+	return &Kind{
+		GVK:               gvk,
+		Resource:          "customresourcedefinitions",
+		Singular:          "customresourcedefinition",
+		ListKind:          "CustomResourceDefinitionList",
+		InternalPackage:   "apiextensions",
+		Namespaced:        false,
+		ShortNames:        []string{"crd", "crds"},
+		Categories:        []string{"api-extensions"},
+		Verbs:             verbsAll,
+		StatusSubresource: true,
+		StorageResource:   "customresourcedefinitions.apiextensions.k8s.io",
+		StorageGVK:        gvk,
+		New:               func() runtime.Object { return &apiextensionsv1.CustomResourceDefinition{} },
+		NewList:           func() runtime.Object { return &apiextensionsv1.CustomResourceDefinitionList{} },
+		Strategy:          crdStrategy{},
+		// kube-apiserver's rest.NewDefaultTableConvertor: the name and the
+		// creation time in RFC 3339 (UTC), not an age.
+		TableColumns: []metav1.TableColumnDefinition{
+			nameColumn(),
+			{Name: "Created At", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]},
+		},
+		TableRow: func(obj runtime.Object) ([]interface{}, error) {
+			crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+			if !ok {
+				return nil, fmt.Errorf("customresourcedefinitions table: unexpected object %T", obj)
+			}
+			return []interface{}{crd.Name, crd.CreationTimestamp.Time.UTC().Format(time.RFC3339)}, nil
+		},
+		// kube-apiserver's CustomResourceDefinitionToSelectableFields is
+		// generic.ObjectMetaFieldsSet(&crd.ObjectMeta, true): it has
+		// metadata.namespace (always "") although CRDs are cluster scoped.
+		FieldSet: func(obj runtime.Object) fields.Set {
+			crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+			if !ok {
+				return nil
+			}
+			return objectMetaFieldSet(&crd.ObjectMeta, true)
+		},
+		FieldSelectorKeys: []string{"metadata.name", "metadata.namespace"},
+	}
+}
+
+// crdStrategy is kube-apiserver's pkg/registry/customresourcedefinition
+// strategy and status strategy. Validation converts the v1 object to the
+// internal version and runs crdvalidation, edgeapi's code for
+// kube-apiserver's rules.
+type crdStrategy struct{}
+
+// AllowUnconditionalUpdate is false: a PUT needs a resourceVersion.
+func (crdStrategy) AllowUnconditionalUpdate() bool             { return false }
+func (crdStrategy) NameValidator() func(string, bool) []string { return crdName }
+
+// crdName checks what can be checked of a CRD's name without the object:
+// a DNS subdomain. Validate adds the rule that it is
+// <spec.names.plural>.<spec.group>.
+var crdName = withPathSegment(apimachineryvalidation.NameIsDNSSubdomain)
+
+// PrepareForCreate clears status, sets generation 1 and records the
+// storage version in status.storedVersions.
+func (crdStrategy) PrepareForCreate(obj runtime.Object) {
+	crd := obj.(*apiextensionsv1.CustomResourceDefinition)
+	crd.Status = apiextensionsv1.CustomResourceDefinitionStatus{}
+	crd.Generation = 1
+	addStorageVersion(crd)
+}
+
+// PrepareForUpdate keeps status from old, bumps generation when the spec
+// changed, and adds a new storage version to status.storedVersions.
+func (crdStrategy) PrepareForUpdate(obj, old runtime.Object) {
+	crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
+	crd.Status = *oldCRD.Status.DeepCopy()
+	if !equality.Semantic.DeepEqual(crd.Spec, oldCRD.Spec) {
+		crd.Generation = oldCRD.Generation + 1
+	}
+	addStorageVersion(crd)
+}
+
+// addStorageVersion appends the version marked storage to
+// status.storedVersions unless it is there.
+func addStorageVersion(crd *apiextensionsv1.CustomResourceDefinition) {
+	for _, v := range crd.Spec.Versions {
+		if !v.Storage {
+			continue
+		}
+		for _, s := range crd.Status.StoredVersions {
+			if s == v.Name {
+				return
+			}
+		}
+		crd.Status.StoredVersions = append(crd.Status.StoredVersions, v.Name)
+		return
+	}
+}
+
+// Validate is kube-apiserver's ValidateCustomResourceDefinition, then the
+// generic object-meta check.
+func (crdStrategy) Validate(obj runtime.Object) field.ErrorList {
+	crd, err := crdToInternal(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	errs := crdvalidation.Create(crd)
+	return withGenericCreate(errs, obj, false)
+}
+
+// ValidateUpdate is kube-apiserver's ValidateCustomResourceDefinitionUpdate.
+func (crdStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
+	crd, err := crdToInternal(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	oldCRD, err := crdToInternal(old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return crdvalidation.Update(crd, oldCRD)
+}
+
+// PrepareForStatusUpdate keeps spec from old.
+func (crdStrategy) PrepareForStatusUpdate(obj, old runtime.Object) {
+	crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
+	crd.Spec = *oldCRD.Spec.DeepCopy()
+}
+
+// ValidateStatusUpdate is kube-apiserver's
+// ValidateUpdateCustomResourceDefinitionStatus: object-meta update rules
+// and status.acceptedNames.
+func (crdStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
+	crd, err := crdToInternal(obj)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	oldCRD, err := crdToInternal(old)
+	if err != nil {
+		return field.ErrorList{field.InternalError(nil, err)}
+	}
+	return crdvalidation.StatusUpdate(crd, oldCRD)
+}
+
+// crdToInternal converts a v1 CRD to the internal version that
+// kube-apiserver validates: identical per-version schemas, subresources,
+// printer columns and selectable fields move to the top level.
+func crdToInternal(obj runtime.Object) (*apiextensions.CustomResourceDefinition, error) {
+	in, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return nil, fmt.Errorf("convert CustomResourceDefinition: unexpected object %T", obj)
+	}
+	out := &apiextensions.CustomResourceDefinition{}
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(in.DeepCopy(), out, nil); err != nil {
+		return nil, fmt.Errorf("convert CustomResourceDefinition: %w", err)
+	}
+	return out, nil
+}
+
+// WarningsOnCreate is kube-apiserver's: one `unrecognized format "x"`
+// warning per schema format its validator does not know.
+func (crdStrategy) WarningsOnCreate(obj runtime.Object) []string {
+	crd, err := crdToInternal(obj)
+	if err != nil {
+		return nil
+	}
+	var warnings []string
+	for _, f := range unrecognizedFormats(&crd.Spec) {
+		warnings = append(warnings, fmt.Sprintf("unrecognized format %q", f))
+	}
+	return warnings
+}
+
+// WarningsOnUpdate warns about the unrecognized formats the update
+// introduces, as kube-apiserver does.
+func (crdStrategy) WarningsOnUpdate(obj, old runtime.Object) []string {
+	crd, err := crdToInternal(obj)
+	if err != nil {
+		return nil
+	}
+	oldCRD, err := crdToInternal(old)
+	if err != nil {
+		return nil
+	}
+	had := map[string]bool{}
+	for _, f := range unrecognizedFormats(&oldCRD.Spec) {
+		had[f] = true
+	}
+	var warnings []string
+	for _, f := range unrecognizedFormats(&crd.Spec) {
+		if !had[f] {
+			warnings = append(warnings, fmt.Sprintf("unrecognized format %q", f))
+		}
+	}
+	return warnings
+}
+
+// unrecognizedFormats lists the formats of spec's schemas that
+// kube-apiserver warns about.
+func unrecognizedFormats(spec *apiextensions.CustomResourceDefinitionSpec) []string {
+	return crdvalidation.UnrecognizedFormats(spec)
+}

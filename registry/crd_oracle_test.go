@@ -1,0 +1,333 @@
+package registry
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	kubevalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	"github.com/edgeapi/edgeapi/registry/internal/crdvalidation"
+)
+
+// oracleCase is a create or update whose causes only kube-apiserver's own
+// validation package states: TestCRDValidation_MatchesKubeMore requires
+// edgeapi's to be the same. rejects says whether kube-apiserver refuses
+// it, so that a case cannot pass by exercising nothing.
+type oracleCase struct {
+	name      string
+	mutateOld func(t *testing.T, old *apiextensionsv1.CustomResourceDefinition) // nil: a create
+	mutate    func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition)
+	rejects   bool
+}
+
+// onSpec wraps y as the schema of the CronTab's spec property (version 0,
+// which has the status subresource).
+func onSpec(y string) func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {
+	return setSchema(0, `{type: object, properties: {status: {type: object, x-kubernetes-preserve-unknown-fields: true}, spec: `+y+`}}`)
+}
+
+func setConversion(c *apiextensionsv1.CustomResourceConversion) func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {
+	return func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) { crd.Spec.Conversion = c }
+}
+
+func webhook(cc apiextensionsv1.WebhookClientConfig, versions ...string) *apiextensionsv1.CustomResourceConversion {
+	return &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter, Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &cc, ConversionReviewVersions: versions}}
+}
+
+// testCA returns a freshly made self-signed CA certificate in PEM.
+func testCA(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+func oracleCases() []oracleCase {
+	established := func(_ *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
+		old.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
+	}
+	nineFields := func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+		var props []string
+		crd.Spec.Versions[0].SelectableFields = nil
+		for _, f := range "abcdefghi" {
+			props = append(props, string(f)+": {type: string}")
+			crd.Spec.Versions[0].SelectableFields = append(crd.Spec.Versions[0].SelectableFields, apiextensionsv1.SelectableField{JSONPath: ".spec." + string(f)})
+		}
+		onSpec(`{type: object, properties: {`+strings.Join(props, ", ")+`}}`)(t, crd)
+	}
+	return []oracleCase{
+		// Defaults.
+		{name: "default over maxLength, enum, maxItems, pattern", mutate: onSpec(`{type: object, properties: {
+			a: {type: string, maxLength: 2, default: abc},
+			b: {type: string, enum: [x, y], default: z},
+			c: {type: array, maxItems: 1, items: {type: string}, default: [p, q]},
+			d: {type: string, pattern: "^[0-9]+$", default: abc},
+			e: {type: object, required: [x], properties: {x: {type: string}}, default: {}},
+			f: {type: integer, minimum: 3, default: 1},
+			g: {type: object, maxProperties: 1, x-kubernetes-preserve-unknown-fields: true, default: {a: 1, b: 2}}}}`), rejects: true},
+		{name: "valid defaults", mutate: onSpec(`{type: object, properties: {
+			a: {type: string, maxLength: 5, default: abc},
+			b: {type: object, x-kubernetes-preserve-unknown-fields: true, default: {any: thing}},
+			c: {type: array, items: {type: object, properties: {k: {type: string, default: x}}}, default: [{k: "yes"}]},
+			d: {x-kubernetes-int-or-string: true, default: 5}}}`)},
+		{name: "default with unknown field deep down", mutate: onSpec(`{type: object, properties: {a: {type: array, items: {type: object, properties: {b: {type: string}}}, default: [{b: x, c: y}]}}}`), rejects: true},
+		{name: "default of an embedded resource with a bad name", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true, default: {apiVersion: v1, kind: Foo, metadata: {name: "a/b"}}}}}`), rejects: true},
+		{name: "default of an embedded resource without kind", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true, default: {metadata: {name: ok}}}}}`), rejects: true},
+		{name: "default inside embedded metadata", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, properties: {
+			metadata: {type: object, properties: {name: {type: string, default: "a/b"}, namespace: {type: string, default: ok}}},
+			kind: {type: string, default: "Bad Kind"}}}}}`), rejects: true},
+		{name: "default under additionalProperties in embedded metadata", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, properties: {
+			metadata: {type: object, properties: {labels: {type: object, additionalProperties: {type: string, default: x}}}}}}}}`), rejects: true},
+		{name: "default in top-level kind", mutate: setSchema(1, `{type: object, properties: {kind: {type: string, default: Foo}}}`), rejects: true},
+		{name: "defaults under additionalProperties outside metadata", mutate: onSpec(`{type: object, additionalProperties: {type: string, default: x}}`)},
+
+		{name: "valid embedded resource default", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true, default: {apiVersion: v1, kind: Foo, metadata: {name: ok, labels: {a: b}}}}}}`)},
+		{name: "embedded resource default with bad labels and apiVersion", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true, default: {apiVersion: "a/b/c", kind: Foo, metadata: {labels: {"bad key!": b}}}}}}`), rejects: true},
+		// An int-or-string node has no type to check a default against.
+		{name: "int-or-string defaults", mutate: onSpec(`{type: object, properties: {a: {x-kubernetes-int-or-string: true, default: "50%"}, b: {x-kubernetes-int-or-string: true, default: true}}}`)},
+		{name: "default under preserve-unknown-fields keeps unknown fields", mutate: onSpec(`{type: object, properties: {a: {type: object, x-kubernetes-preserve-unknown-fields: true, properties: {b: {type: string}}, default: {b: x, c: y}}}}`)},
+		{name: "default inside a list item in embedded metadata", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, properties: {
+			metadata: {type: object, properties: {finalizers: {type: array, items: {type: string, default: "bad finalizer!"}}}}}}}}`), rejects: true},
+		{name: "default in top-level metadata name", mutate: setSchema(1, `{type: object, properties: {metadata: {type: object, properties: {name: {type: string, default: x}}}}}`), rejects: true},
+		// Structure.
+		{name: "value validation in anyOf with types", mutate: onSpec(`{type: object, properties: {a: {type: string, anyOf: [{type: integer}, {maxLength: 3}]}}}`), rejects: true},
+		{name: "not with $ref and items as an array", mutate: onSpec(`{type: object, properties: {a: {type: string, not: {$ref: "#/x"}}, b: {type: array, items: [{type: string}]}}}`), rejects: true},
+		{name: "definitions, patternProperties, dependencies, additionalItems", mutate: onSpec(`{type: object, definitions: {d: {type: string}}, patternProperties: {"^a": {type: string}}, dependencies: {a: [b]}, additionalItems: false}`), rejects: true},
+		{name: "embedded resource inside metadata", mutate: setSchema(1, `{type: object, properties: {metadata: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}}}`), rejects: true},
+		{name: "embedded resource with its own metadata", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, properties: {metadata: {type: object, properties: {labels: {type: object, additionalProperties: {type: string}}}}}}}}`)},
+		{name: "int-or-string with anyOf", mutate: onSpec(`{type: object, properties: {a: {x-kubernetes-int-or-string: true, anyOf: [{type: integer}, {type: string}]}, b: {x-kubernetes-int-or-string: true, anyOf: [{type: boolean}]}}}`), rejects: true},
+		{name: "nullable items of set and map lists, nullable map key", mutate: onSpec(`{type: object, properties: {
+			s: {type: array, x-kubernetes-list-type: set, items: {type: string, nullable: true}},
+			m: {type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [k, j], items: {type: object, required: [k], properties: {k: {type: string, nullable: true}, j: {type: string, default: x}}}}}}`), rejects: true},
+		{name: "map list keys not scalar, unknown, repeated", mutate: onSpec(`{type: object, properties: {
+			m: {type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [k, k, z], items: {type: object, required: [k], properties: {k: {type: object}}}},
+			n: {type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [k], items: {type: string}}}}`), rejects: true},
+		{name: "set of nested lists and atomic objects", mutate: onSpec(`{type: object, properties: {
+			s: {type: array, x-kubernetes-list-type: set, items: {type: array, x-kubernetes-list-type: set, items: {type: string}}},
+			t: {type: array, x-kubernetes-list-type: set, items: {type: object, x-kubernetes-map-type: atomic}}}}`), rejects: true},
+		{name: "map-type without a type", mutate: onSpec(`{type: object, properties: {a: {x-kubernetes-map-type: atomic}, b: {x-kubernetes-list-type: atomic}}}`), rejects: true},
+		{name: "root with status: enum not allowed", mutate: setSchema(0, `{type: object, enum: [{}], properties: {spec: {type: object}}}`), rejects: true},
+		{name: "root with status: description and validations allowed", mutate: setSchema(0, `{type: object, description: d, x-kubernetes-validations: [{rule: "true"}], properties: {spec: {type: object}}}`)},
+		{name: "unknown type only", mutate: onSpec(`{type: object, properties: {a: {type: int}}}`), rejects: true},
+
+		{name: "root with status: no type", mutate: setSchema(0, `{properties: {spec: {type: object}}}`), rejects: true},
+		{name: "root with status: embedded resource and nullable", mutate: setSchema(0, `{type: object, nullable: true, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true}`), rejects: true},
+		{name: "root without status: anyOf allowed", mutate: setSchema(1, `{type: object, properties: {a: {type: string}}, anyOf: [{required: [a]}]}`)},
+		{name: "forbidden generics in allOf", mutate: onSpec(`{type: object, allOf: [{description: d, type: object, nullable: true, default: {}}]}`), rejects: true},
+		{name: "additionalProperties false with properties", mutate: onSpec(`{type: object, properties: {a: {type: string}}, additionalProperties: false}`), rejects: true},
+		{name: "additionalProperties true with properties", mutate: onSpec(`{type: object, properties: {a: {type: string}}, additionalProperties: true}`)},
+		// x-kubernetes-validations.
+		{name: "validation rule fieldPath", mutate: onSpec(`{type: object, properties: {a: {type: string}, m: {type: object, additionalProperties: {type: string}}}, x-kubernetes-validations: [
+			{rule: "true", fieldPath: ".a"},
+			{rule: "true", fieldPath: ".nope"},
+			{rule: "true", fieldPath: "['a']"},
+			{rule: "true", fieldPath: ".m.anykey"},
+			{rule: "true", fieldPath: ".m['x\\'y']"},
+			{rule: "true", fieldPath: ".m['bad\\q']"},
+			{rule: "true", fieldPath: "a"},
+			{rule: "true", fieldPath: ".a\n"},
+			{rule: "true", fieldPath: "  "},
+			{rule: "true", fieldPath: ".a["},
+			{rule: "true", fieldPath: ".m['x'"},
+			{rule: "true", fieldPath: ".m[x]"},
+			{rule: "true", messageExpression: "  "},
+			{rule: "a\nb"},
+			{rule: "true", message: "a\nb"}]}`), rejects: true},
+
+		// Selectable fields.
+		{name: "nine selectable fields", mutate: nineFields, rejects: true},
+		{name: "selectable fields: map keys, brackets, metadata", mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			setSchema(0, `{type: object, properties: {metadata: {type: object, properties: {name: {type: string}}}, status: {type: object}, spec: {type: object, properties: {
+				m: {type: object, additionalProperties: {type: string}}, n: {type: number}, b: {type: boolean}, e: {type: string, enum: [x]}, f: {type: string, format: date}}}}}`)(t, crd)
+			crd.Spec.Versions[0].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.m.k"}, {JSONPath: ".spec['m']"}, {JSONPath: ".metadata.name"}, {JSONPath: ".spec.n"}, {JSONPath: ".spec.b"}, {JSONPath: ".spec.e"}, {JSONPath: ".spec.f"}, {JSONPath: "spec"}}
+		}, rejects: true},
+		{name: "selectable fields without a schema", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[1].Schema = nil
+			crd.Spec.Versions[1].SelectableFields = []apiextensionsv1.SelectableField{{JSONPath: ".spec.a"}}
+		}, rejects: true},
+
+		// Versions and names.
+		{name: "deprecation warnings", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[0].Deprecated, crd.Spec.Versions[0].DeprecationWarning = true, ptr.To(strings.Repeat("x", 257))
+			crd.Spec.Versions[1].Deprecated, crd.Spec.Versions[1].DeprecationWarning = true, ptr.To("")
+			v := *crd.Spec.Versions[1].DeepCopy()
+			v.Name, v.DeprecationWarning = "v2", ptr.To("tab\there")
+			crd.Spec.Versions = append(crd.Spec.Versions, v)
+		}, rejects: true},
+		{name: "deprecation warning not UTF-8", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[1].Deprecated, crd.Spec.Versions[1].DeprecationWarning = true, ptr.To("old \xff")
+		}, rejects: true},
+		{name: "first version name invalid", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[0].Name = "1"
+			crd.Status.StoredVersions = []string{"1"}
+		}, rejects: true},
+		{name: "singular and plural missing", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Names.Singular, crd.Spec.Names.ListKind = "", "crontablist"
+		}, rejects: true},
+		{name: "storage version listed twice, unknown ones twice", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Status.StoredVersions = []string{"v0", "v1", "v0", "v1", "x"}
+		}, rejects: true},
+		{name: "cluster scoped", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Scope = apiextensionsv1.ClusterScoped
+		}},
+		{name: "approved protected group", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Name, crd.Spec.Group = "crontabs.x.kubernetes.io", "x.kubernetes.io"
+			crd.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: "https://github.com/kubernetes/kubernetes/pull/1"}
+		}},
+		{name: "unapproved protected group", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Name, crd.Spec.Group = "crontabs.k8s.io", "k8s.io"
+			crd.Annotations = map[string]string{apiextensionsv1.KubeAPIApprovedAnnotation: "unapproved, testing"}
+		}},
+		{name: "metadata name and labels", mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Labels = map[string]string{"bad key!": "v"}
+			crd.Namespace = "default"
+		}, rejects: true},
+
+		// Conversion.
+		{name: "webhook: valid url with a CA", mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://conv.example.com/convert"), CABundle: testCA(t)}, "v1"))(t, crd)
+		}},
+		{name: "webhook: url that does not parse", mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://[::1")}, "v1")), rejects: true},
+		{name: "webhook: url and service", mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a"), Service: &apiextensionsv1.ServiceReference{Name: "n", Namespace: "ns"}}, "v1")), rejects: true},
+		{name: "webhook: service paths", mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Name: "n", Namespace: "ns", Port: ptr.To[int32](70000), Path: ptr.To("//")}}, "v1")), rejects: true},
+		{name: "webhook: service path segments", mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Name: "n", Namespace: "ns", Path: ptr.To("/ok/Not_OK/")}}, "v1")), rejects: true},
+		{name: "webhook: good service path", mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Name: "n", Namespace: "ns", Path: ptr.To("/convert/v1/"), Port: ptr.To[int32](443)}}, "v1beta1", "v1"))},
+		{name: "webhook: review versions unknown and invalid", mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a")}, "v3", "V_4")), rejects: true},
+		{name: "webhook with preserveUnknownFields", mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a")}, "v1"))(t, crd)
+			crd.Spec.PreserveUnknownFields = true
+		}, rejects: true},
+
+		// Updates.
+		{name: "update: bad caBundle once established", mutateOld: established,
+			mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a"), CABundle: []byte("junk")}, "v1")), rejects: true},
+		{name: "update: good caBundle once established", mutateOld: established, mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a"), CABundle: testCA(t)}, "v1"))(t, crd)
+		}},
+		{name: "update: caBundle with a certificate that does not parse", mutateOld: established,
+			mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a"), CABundle: []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")}, "v1")), rejects: true},
+		{name: "update: bad caBundle before established", mutateOld: func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {},
+			mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a"), CABundle: []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n")}, "v1"))},
+		{name: "update: a broken stored caBundle may stay broken", mutateOld: func(t *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
+			established(t, old)
+			setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a"), CABundle: []byte("junk")}, "v1"))(t, old)
+		}, mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://b"), CABundle: []byte("other junk")}, "v1"))},
+		{name: "update: unknown review versions may stay", mutateOld: func(t *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
+			setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a")}, "v3"))(t, old)
+		}, mutate: setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://b")}, "v3"))},
+		{name: "update: nine selectable fields may stay", mutateOld: nineFields, mutate: func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {}},
+		{name: "update: nine selectable fields may not appear", mutateOld: func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {}, mutate: nineFields, rejects: true},
+		{name: "update: non-atomic set items may stay", mutateOld: onSpec(`{type: object, properties: {s: {type: array, x-kubernetes-list-type: set, items: {type: object}}}}`),
+			mutate: onSpec(`{type: object, properties: {s: {type: array, x-kubernetes-list-type: set, items: {type: object}}, t: {type: string}}}`)},
+		{name: "update: nullable set items may stay", mutateOld: onSpec(`{type: object, properties: {s: {type: array, x-kubernetes-list-type: set, items: {type: string, nullable: true}}}}`),
+			mutate: onSpec(`{type: object, properties: {s: {type: array, x-kubernetes-list-type: set, items: {type: string, nullable: true}}, t: {type: string}}}`)},
+		{name: "update: unpruned defaults may stay", mutateOld: onSpec(`{type: object, properties: {a: {type: object, properties: {b: {type: string}}, default: {b: x, c: y}}}}`),
+			mutate: onSpec(`{type: object, properties: {a: {type: object, properties: {b: {type: string}}, default: {b: x, c: y}}, t: {type: string}}}`)},
+		{name: "update: unknown type may stay", mutateOld: onSpec(`{type: object, properties: {a: {type: int}}}`),
+			mutate: onSpec(`{type: object, properties: {a: {type: int}, b: {type: string}}}`)},
+		{name: "update: a schema may go missing from an unserved version if one already was", mutateOld: func(_ *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
+			old.Spec.Versions[1].Schema = nil
+		}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[1].Schema, crd.Spec.Versions[1].Served = nil, false
+		}},
+		{name: "update: a served version still needs a schema", mutateOld: func(_ *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
+			old.Spec.Versions[1].Schema = nil
+		}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[1].Schema = nil
+		}, rejects: true},
+		{name: "update: metadata name is immutable", mutateOld: func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Name = "other.stable.example.com"
+		}, rejects: true},
+		{name: "update: approval state unchanged passes", mutateOld: func(_ *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
+			old.Name, old.Spec.Group = "crontabs.stable.k8s.io", "stable.k8s.io"
+		}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Labels = map[string]string{"a": "b"}
+		}},
+	}
+}
+
+// TestCRDValidation_MatchesKubeMore runs the oracle cases through
+// edgeapi's validation and kube-apiserver's, and requires the same
+// errors.
+func TestCRDValidation_MatchesKubeMore(t *testing.T) {
+	for _, tt := range oracleCases() {
+		t.Run(tt.name, func(t *testing.T) {
+			var old *apiextensionsv1.CustomResourceDefinition
+			if tt.mutateOld != nil {
+				old = newCronTabCRD(t)
+				old.ResourceVersion = "5"
+				tt.mutateOld(t, old)
+			}
+			crd := newCronTabCRD(t)
+			if old != nil {
+				crd = old.DeepCopy()
+			}
+			tt.mutate(t, crd)
+			want := kubeValidate(t, crd, old)
+			in, err := crdToInternal(crd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got field.ErrorList
+			if old == nil {
+				got = crdvalidation.Create(in)
+			} else {
+				oldIn, err := crdToInternal(old)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got = crdvalidation.Update(in, oldIn)
+			}
+			if !sameErrors(got, want) {
+				t.Errorf("got  %q\nwant %q", errorStrings(got), errorStrings(want))
+			}
+			if (len(want) > 0) != tt.rejects {
+				t.Errorf("kube-apiserver gives %d causes, the case says rejects=%v: %q", len(want), tt.rejects, errorStrings(want))
+			}
+		})
+	}
+}
+
+// TestCRDValidation_UnsetPreserveUnknownFieldsMatchesKube covers what
+// only the internal version can hold: spec.preserveUnknownFields unset,
+// which kube-apiserver takes as pruning for the structural rules and as
+// keeping unknown fields for defaults and webhook conversion.
+func TestCRDValidation_UnsetPreserveUnknownFieldsMatchesKube(t *testing.T) {
+	crd := newCronTabCRD(t)
+	setConversion(webhook(apiextensionsv1.WebhookClientConfig{URL: ptr.To("https://a")}, "v1"))(t, crd)
+	in, err := crdToInternal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Spec.PreserveUnknownFields = nil
+	got, want := crdvalidation.Create(in), kubevalidation.ValidateCustomResourceDefinition(context.Background(), in)
+	if !sameErrors(got, want) {
+		t.Errorf("got  %q\nwant %q", errorStrings(got), errorStrings(want))
+	}
+	if len(want) != 2 {
+		t.Errorf("kube-apiserver gives %q, want the defaults and conversion causes", errorStrings(want))
+	}
+}
