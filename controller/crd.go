@@ -48,13 +48,9 @@ var crdSweepInterval = 5 * time.Second
 // looked at again.
 var crdRetryInterval = 500 * time.Millisecond
 
-const (
-	// CRDCleanupFinalizer holds a deleted CRD until its instances are gone.
-	CRDCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
-	// crdStatusManager is the field manager of the controllers' status
-	// writes: kube-apiserver's loopback client.
-	crdStatusManager = "kube-apiserver"
-)
+// crdStatusManager is the field manager of the controllers' status
+// writes: kube-apiserver's loopback client.
+const crdStatusManager = "kube-apiserver"
 
 // CRDResource is where CustomResourceDefinitions are served.
 var CRDResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -157,7 +153,7 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 		errs = append(errs, err)
 	}
 	for _, s := range crds {
-		if s.crd.DeletionTimestamp == nil || !hasFinalizer(s.crd, CRDCleanupFinalizer) {
+		if s.crd.DeletionTimestamp == nil || !hasFinalizer(s.crd, registry.CRDCleanupFinalizer) {
 			continue
 		}
 		waiting, err := c.cleanup(ctx, s)
@@ -354,7 +350,7 @@ func (c *crdController) cleanup(ctx context.Context, s *crdState) (waiting bool,
 	// Emptying the finalizers of a CRD being deleted removes it.
 	return false, c.writeStatus(ctx, s, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		setCondition(crd, done)
-		crd.Finalizers = slices.DeleteFunc(crd.Finalizers, func(f string) bool { return f == CRDCleanupFinalizer })
+		crd.Finalizers = slices.DeleteFunc(crd.Finalizers, func(f string) bool { return f == registry.CRDCleanupFinalizer })
 	})
 }
 
@@ -479,14 +475,12 @@ func (c *crdController) isServedCRDKind(k *registry.Kind) bool {
 	return false
 }
 
-// findCondition returns crd's condition of type t, or nil.
 func findCondition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
-	for i := range crd.Status.Conditions {
-		if crd.Status.Conditions[i].Type == t {
-			return &crd.Status.Conditions[i]
-		}
-	}
-	return nil
+	return registry.FindCRDCondition(crd, t)
+}
+
+func setCondition(crd *apiextensionsv1.CustomResourceDefinition, c apiextensionsv1.CustomResourceDefinitionCondition) {
+	registry.SetCRDCondition(crd, c)
 }
 
 func isConditionTrue(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) bool {
@@ -500,23 +494,6 @@ func sameCondition(a, b *apiextensionsv1.CustomResourceDefinitionCondition) bool
 		return a == b
 	}
 	return a.Type == b.Type && a.Status == b.Status && a.Reason == b.Reason && a.Message == b.Message
-}
-
-// setCondition sets a condition as kube-apiserver does: a new one is
-// appended, an existing one keeps its lastTransitionTime unless its status
-// changes (or it had none).
-func setCondition(crd *apiextensionsv1.CustomResourceDefinition, c apiextensionsv1.CustomResourceDefinitionCondition) {
-	now := metav1.NewTime(time.Now().Truncate(time.Second))
-	c.LastTransitionTime = now
-	old := findCondition(crd, c.Type)
-	if old == nil {
-		crd.Status.Conditions = append(crd.Status.Conditions, c)
-		return
-	}
-	if old.Status != c.Status || old.LastTransitionTime.IsZero() {
-		old.LastTransitionTime = now
-	}
-	old.Status, old.Reason, old.Message = c.Status, c.Reason, c.Message
 }
 
 func hasFinalizer(crd *apiextensionsv1.CustomResourceDefinition, f string) bool {

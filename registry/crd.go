@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -62,7 +63,60 @@ func crdKind() *Kind {
 			return objectMetaFieldSet(&crd.ObjectMeta, true)
 		},
 		FieldSelectorKeys: []string{"metadata.name", "metadata.namespace"},
+		PrepareForDelete:  prepareCRDForDelete,
 	}
+}
+
+// CRDCleanupFinalizer holds a deleted CRD until the CRD controller has
+// deleted its instances.
+const CRDCleanupFinalizer = "customresourcecleanup.apiextensions.k8s.io"
+
+// prepareCRDForDelete is what kube-apiserver's CRD storage does on the
+// first DELETE: it adds the cleanup finalizer and the Terminating
+// condition, in the same write that sets deletionTimestamp.
+func prepareCRDForDelete(obj runtime.Object) bool {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return false
+	}
+	if !slices.Contains(crd.Finalizers, CRDCleanupFinalizer) {
+		crd.Finalizers = append(crd.Finalizers, CRDCleanupFinalizer)
+	}
+	SetCRDCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
+		Type:    apiextensionsv1.Terminating,
+		Status:  apiextensionsv1.ConditionTrue,
+		Reason:  "InstanceDeletionPending",
+		Message: "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+	})
+	return true
+}
+
+// FindCRDCondition returns crd's condition of type t, or nil.
+func FindCRDCondition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
+	for i := range crd.Status.Conditions {
+		if crd.Status.Conditions[i].Type == t {
+			return &crd.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// SetCRDCondition sets a condition as kube-apiserver does: a new one is
+// appended; an existing one takes the new status, reason and message,
+// and a new lastTransitionTime only when its status changes (or it had
+// none).
+func SetCRDCondition(crd *apiextensionsv1.CustomResourceDefinition, c apiextensionsv1.CustomResourceDefinitionCondition) {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	c.LastTransitionTime = now
+	old := FindCRDCondition(crd, c.Type)
+	if old == nil {
+		crd.Status.Conditions = append(crd.Status.Conditions, c)
+		return
+	}
+	if old.Status != c.Status || old.LastTransitionTime.IsZero() {
+		old.LastTransitionTime = now
+	}
+	old.Status, old.Reason, old.Message = c.Status, c.Reason, c.Message
 }
 
 // crdStrategy is kube-apiserver's pkg/registry/customresourcedefinition
@@ -141,10 +195,16 @@ func (crdStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	return crdvalidation.Update(crd, oldCRD)
 }
 
-// PrepareForStatusUpdate keeps spec from old.
+// PrepareForStatusUpdate keeps spec from old, and the metadata a status
+// write may not change (labels, annotations, owner references), as
+// kube-apiserver's CRD status strategy does. Finalizers may change: that
+// is how the cleanup controller lets a deleted CRD go.
 func (crdStrategy) PrepareForStatusUpdate(obj, old runtime.Object) {
 	crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
 	crd.Spec = *oldCRD.Spec.DeepCopy()
+	crd.Labels = oldCRD.Labels
+	crd.Annotations = oldCRD.Annotations
+	crd.OwnerReferences = oldCRD.OwnerReferences
 }
 
 // ValidateStatusUpdate is kube-apiserver's

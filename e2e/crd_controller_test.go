@@ -1,0 +1,204 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/yaml"
+)
+
+// The CRD controllers: names, Established, and the cleanup finalizer.
+
+// crdCondition returns the condition of type t in crd, or nil.
+func crdCondition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
+	for i := range crd.Status.Conditions {
+		if crd.Status.Conditions[i].Type == t {
+			return &crd.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// wantCRDCondition checks one condition's status, reason and message.
+func wantCRDCondition(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, typ apiextensionsv1.CustomResourceDefinitionConditionType, status apiextensionsv1.ConditionStatus, reason, message string) {
+	t.Helper()
+	c := crdCondition(crd, typ)
+	if c == nil {
+		t.Errorf("%s: no %s condition in %+v", crd.Name, typ, crd.Status.Conditions)
+		return
+	}
+	if c.Status != status || c.Reason != reason || c.Message != message {
+		t.Errorf("%s: %s = %s %s %q, want %s %s %q", crd.Name, typ, c.Status, c.Reason, c.Message, status, reason, message)
+	}
+	if c.LastTransitionTime.IsZero() {
+		t.Errorf("%s: %s has no lastTransitionTime", crd.Name, typ)
+	}
+}
+
+// waitCRD polls the CRD until ok accepts it.
+func waitCRD(t *testing.T, d *Daemon, name string, ok func(*apiextensionsv1.CustomResourceDefinition) bool) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	c := d.apiextensionsClient(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		crd, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), name, metav1.GetOptions{})
+		if err == nil && ok(crd) {
+			return crd
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("CRD %s: not as wanted after 30 s (last %v, %+v)", name, err, crd)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	c := crdCondition(crd, apiextensionsv1.Established)
+	return c != nil && c.Status == apiextensionsv1.ConditionTrue
+}
+
+// TestCRD_Established: kubectl waits for the Established condition, and
+// the status holds the accepted names and kube-apiserver's conditions,
+// written by the field manager kube-apiserver's controllers use.
+func TestCRD_Established(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	const name = "crontabs.stable.example.com"
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	wantOutput(t, d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name),
+		"customresourcedefinition.apiextensions.k8s.io/"+name+" condition met\n")
+
+	crd := waitCRD(t, d, name, established)
+	if got, want := crd.Status.AcceptedNames, crd.Spec.Names; got.Plural != want.Plural || got.Singular != want.Singular ||
+		got.Kind != want.Kind || got.ListKind != "CronTabList" || strings.Join(got.ShortNames, ",") != "ct" {
+		t.Errorf("acceptedNames = %+v, want the spec's %+v", got, want)
+	}
+	wantCRDCondition(t, crd, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionTrue, "NoConflicts", "no conflicts found")
+	wantCRDCondition(t, crd, apiextensionsv1.Established, apiextensionsv1.ConditionTrue, "InitialNamesAccepted", "the initial names have been accepted")
+	found := false
+	for _, mf := range crd.ManagedFields {
+		if mf.Manager == "kube-apiserver" && mf.Operation == metav1.ManagedFieldsOperationUpdate && mf.Subresource == "status" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no managedFields entry of kube-apiserver for status: %+v", crd.ManagedFields)
+	}
+
+	// A new short name is accepted too.
+	changed := strings.Replace(cronTabCRDYAML, "shortNames: [ct]", "shortNames: [ct, cts]", 1)
+	d.KubectlStdin(changed, "apply", "-f", "-")
+	waitCRD(t, d, name, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		return strings.Join(crd.Status.AcceptedNames.ShortNames, ",") == "ct,cts"
+	})
+}
+
+// TestCRD_NamesConflict: a CRD of the same group asking for a kind
+// another CRD holds is not accepted (NamesAccepted False, KindConflict)
+// and not established; once the holder is deleted, it gets the names.
+func TestCRD_NamesConflict(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	waitCRD(t, d, "crontabs.stable.example.com", established)
+
+	second := strings.NewReplacer(
+		"name: crontabs.stable.example.com", "name: crontabz.stable.example.com",
+		"plural: crontabs", "plural: crontabz",
+		"singular: crontab", "singular: crontabz",
+		"shortNames: [ct]", "shortNames: [ctz]",
+	).Replace(cronTabCRDYAML)
+	d.KubectlStdin(second, "apply", "-f", "-")
+	crd := waitCRD(t, d, "crontabz.stable.example.com", func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		return crdCondition(crd, apiextensionsv1.NamesAccepted) != nil
+	})
+	// Kind and ListKind both conflict; the last check wins, as in
+	// kube-apiserver.
+	wantCRDCondition(t, crd, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionFalse, "ListKindConflict", `"CronTabList" is already in use`)
+	wantCRDCondition(t, crd, apiextensionsv1.Established, apiextensionsv1.ConditionFalse, "NotAccepted", "not all names are accepted")
+	if n := crd.Status.AcceptedNames; n.Plural != "crontabz" || n.Kind != "" || n.ListKind != "" {
+		t.Errorf("acceptedNames = %+v, want the plural only", n)
+	}
+
+	d.MustKubectl("delete", "crd", "crontabs.stable.example.com")
+	crd = waitCRD(t, d, "crontabz.stable.example.com", established)
+	wantCRDCondition(t, crd, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionTrue, "NoConflicts", "no conflicts found")
+	if crd.Status.AcceptedNames.Kind != "CronTab" {
+		t.Errorf("acceptedNames.kind = %q after the holder went, want CronTab", crd.Status.AcceptedNames.Kind)
+	}
+}
+
+// TestCRD_DeleteFinalizer: a DELETE marks the CRD with the cleanup
+// finalizer and the Terminating condition (kube-apiserver's answer is the
+// marked object), and the controller then removes it; a watch sees both.
+func TestCRD_DeleteFinalizer(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	const name = "crontabs.stable.example.com"
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	crd := waitCRD(t, d, name, established)
+	c := d.apiextensionsClient(t).ApiextensionsV1().CustomResourceDefinitions()
+	w, err := c.Watch(context.Background(), metav1.ListOptions{ResourceVersion: crd.ResourceVersion, FieldSelector: "metadata.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	res := doRaw(t, d, "DELETE", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, "", "", nil)
+	var marked apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(res.Body, &marked); res.Status != 200 || err != nil {
+		t.Fatalf("DELETE: %d (%v) %s", res.Status, err, res.Body)
+	}
+	if marked.DeletionTimestamp == nil || strings.Join(marked.Finalizers, ",") != "customresourcecleanup.apiextensions.k8s.io" {
+		t.Errorf("DELETE answered deletionTimestamp %v, finalizers %v; want set and the cleanup finalizer", marked.DeletionTimestamp, marked.Finalizers)
+	}
+	wantCRDCondition(t, &marked, apiextensionsv1.Terminating, apiextensionsv1.ConditionTrue, "InstanceDeletionPending",
+		"CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon")
+
+	var reasons []string
+	timeout := time.After(30 * time.Second)
+	for deleted := false; !deleted; {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("watch ended before the CRD was deleted")
+			}
+			crd, _ := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
+			if crd == nil {
+				t.Fatalf("watch event %s: %T", ev.Type, ev.Object)
+			}
+			if c := crdCondition(crd, apiextensionsv1.Terminating); c != nil && (len(reasons) == 0 || reasons[len(reasons)-1] != c.Reason) {
+				reasons = append(reasons, c.Reason)
+			}
+			deleted = ev.Type == watch.Deleted
+		case <-timeout:
+			t.Fatalf("CRD not deleted after 30 s; Terminating reasons seen: %v", reasons)
+		}
+	}
+	// The write that completes the cleanup empties the finalizers, which
+	// deletes the CRD instead: as in kube-apiserver, the DELETED event
+	// carries the last stored state.
+	if got, want := strings.Join(reasons, ","), "InstanceDeletionPending,InstanceDeletionInProgress"; got != want {
+		t.Errorf("Terminating reasons seen = %s, want %s", got, want)
+	}
+}
+
+// TestCRD_StatusSurvivesRestart: after kill -9 and a restart the CRD is
+// still established with its names.
+func TestCRD_StatusSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	waitCRD(t, d, "crontabs.stable.example.com", established)
+	d.Kill()
+	d = StartDaemon(t, DaemonOptions{DataDir: d.DataDir})
+	crd := waitCRD(t, d, "crontabs.stable.example.com", established)
+	if crd.Status.AcceptedNames.Kind != "CronTab" {
+		t.Errorf("acceptedNames after restart = %+v", crd.Status.AcceptedNames)
+	}
+}
