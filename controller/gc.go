@@ -173,7 +173,7 @@ func (gc *garbageCollector) deletedInLog(ctx context.Context, uids []types.UID) 
 		if c := gc.m.cfg.Store.CompactedRev(); after < c {
 			after = c
 		}
-		events, err := gc.m.cfg.Store.Changes(ctx, after, 1000)
+		events, err := gc.m.cfg.Store.ChangeKeys(ctx, after, 1000)
 		if errors.Is(err, store.ErrCompacted) {
 			continue
 		}
@@ -220,7 +220,7 @@ func (gc *garbageCollector) loadDeletedOwners(ctx context.Context) error {
 	}
 	after := gc.m.cfg.Store.CompactedRev()
 	for {
-		events, err := gc.m.cfg.Store.Changes(ctx, after, 1000)
+		events, err := gc.m.cfg.Store.ChangeKeys(ctx, after, 1000)
 		if err != nil {
 			if errors.Is(err, store.ErrCompacted) {
 				after = gc.m.cfg.Store.CompactedRev()
@@ -389,18 +389,19 @@ func (gc *garbageCollector) handle(ctx context.Context, ev *store.Event) {
 	if k == nil {
 		return
 	}
+	var m *gcMeta
 	if ev.Type == store.Modified && bytes.Contains(ev.PrevValue, []byte(`"ownerReferences"`)) {
 		// An owner waiting in the foreground may be unblocked by a
 		// reference that went away.
-		defer gc.recheckRemovedOwners(ctx, kinds, ev)
+		defer func() { gc.recheckRemovedOwners(ctx, kinds, ev, m) }()
 	}
 	if ev.Type != store.Deleted && !mayNeedGC(ev.Object.Value) {
 		// Most writes: nothing to collect, and no owners to index.
 		gc.index(ev.Object.Key, nil)
 		return
 	}
-	m, err := parseGCMeta(ev.Object.Value)
-	if err != nil {
+	var err error
+	if m, err = parseGCMeta(ev.Object.Value); err != nil {
 		return
 	}
 	if ev.Type == store.Deleted {
@@ -423,15 +424,18 @@ func (gc *garbageCollector) handle(ctx context.Context, ev *store.Event) {
 }
 
 // recheckRemovedOwners processes the owners a modified object no longer
-// refers to.
-func (gc *garbageCollector) recheckRemovedOwners(ctx context.Context, kinds map[string]*registry.Kind, ev *store.Event) {
+// refers to; cur is its parsed value, when handle parsed it.
+func (gc *garbageCollector) recheckRemovedOwners(ctx context.Context, kinds map[string]*registry.Kind, ev *store.Event, cur *gcMeta) {
 	prev, err := parseGCMeta(ev.PrevValue)
 	if err != nil {
 		return
 	}
-	cur, err := parseGCMeta(ev.Object.Value)
-	if err != nil {
-		return
+	if cur == nil {
+		if !bytes.Contains(ev.Object.Value, []byte(`"ownerReferences"`)) {
+			cur = &gcMeta{}
+		} else if cur, err = parseGCMeta(ev.Object.Value); err != nil {
+			return
+		}
 	}
 	// A set, not a nested loop: an object may have tens of thousands of
 	// references.
@@ -497,29 +501,40 @@ func (gc *garbageCollector) ownerKind(ref metav1.OwnerReference) *registry.Kind 
 	return nil
 }
 
-// ownerState reports whether the owner named by ref exists (same UID) and
-// whether it is being deleted in the foreground. resolvable is false for
-// owners of kinds edgeapi does not serve: those are never acted on.
-func (gc *garbageCollector) ownerState(ctx context.Context, namespace string, ref metav1.OwnerReference) (resolvable, exists, foreground bool) {
+// ownerObject is what the collector needs of an owner's stored object.
+type ownerObject struct {
+	// resolvable is false for owners of kinds edgeapi does not serve:
+	// those are never acted on.
+	resolvable bool
+	found      bool
+	uid        types.UID
+	// foreground: being deleted in the foreground.
+	foreground bool
+}
+
+// lookupOwner reads the object an owner reference names (by kind,
+// namespace and name; the caller compares the UID).
+func (gc *garbageCollector) lookupOwner(ctx context.Context, namespace string, ref metav1.OwnerReference) ownerObject {
 	ok := gc.ownerKind(ref)
 	if ok == nil {
-		return false, false, false
+		return ownerObject{}
 	}
 	if !ok.Namespaced {
 		namespace = ""
 	}
 	o, err := gc.m.cfg.Store.Get(ctx, ok.StoreKey(namespace, ref.Name))
 	if errors.Is(err, store.ErrNotFound) {
-		return true, false, false
+		return ownerObject{resolvable: true}
 	}
 	if err != nil {
-		return false, false, false
+		return ownerObject{}
 	}
 	m, err := parseGCMeta(o.Value)
-	if err != nil || m.Metadata.UID != ref.UID {
-		return true, false, false
+	if err != nil {
+		return ownerObject{resolvable: true}
 	}
-	return true, true, m.Metadata.DeletionTimestamp != nil && slices.Contains(m.Metadata.Finalizers, metav1.FinalizerDeleteDependents)
+	return ownerObject{resolvable: true, found: true, uid: m.Metadata.UID,
+		foreground: m.Metadata.DeletionTimestamp != nil && slices.Contains(m.Metadata.Finalizers, metav1.FinalizerDeleteDependents)}
 }
 
 // processDependent acts on a dependent as kube-controller-manager's
@@ -544,10 +559,20 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 	}
 	owners := make([]ownerStatus, 0, len(m.Metadata.OwnerReferences))
 	var unseen []types.UID // absent owners not known to be deleted
+	// An object may name one owner object in many references (with other
+	// UIDs): each is read and parsed once.
+	type ownerName struct{ apiVersion, kind, name string }
+	lookups := map[ownerName]ownerObject{}
 	for _, ref := range m.Metadata.OwnerReferences {
-		resolvable, exists, fg := gc.ownerState(ctx, key.Namespace, ref)
-		owners = append(owners, ownerStatus{ref.UID, resolvable, exists, fg})
-		if resolvable && !exists && !gc.wasDeleted(ref.UID) {
+		n := ownerName{ref.APIVersion, ref.Kind, ref.Name}
+		ob, ok := lookups[n]
+		if !ok {
+			ob = gc.lookupOwner(ctx, key.Namespace, ref)
+			lookups[n] = ob
+		}
+		exists := ob.found && ob.uid == ref.UID
+		owners = append(owners, ownerStatus{ref.UID, ob.resolvable, exists, exists && ob.foreground})
+		if ob.resolvable && !exists && !gc.wasDeleted(ref.UID) {
 			unseen = append(unseen, ref.UID)
 		}
 	}

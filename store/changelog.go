@@ -78,6 +78,10 @@ func compareKeys(a, b Key) int {
 const sqlChanges = `SELECT rev, type, resource, namespace, name, uid, create_rev, value, prev_value
 FROM changelog WHERE rev > ? ORDER BY rev LIMIT ?`
 
+// sqlChangeKeys is sqlChanges without the values.
+const sqlChangeKeys = `SELECT rev, type, resource, namespace, name, uid, create_rev, NULL, NULL
+FROM changelog WHERE rev > ? ORDER BY rev LIMIT ?`
+
 // Changes returns the committed writes with revision > afterRev, in
 // revision order, at most limit of them (limit <= 0: all), as the events
 // Subscribe delivered for them. A watch starting at afterRev reads from
@@ -87,6 +91,17 @@ FROM changelog WHERE rev > ? ORDER BY rev LIMIT ?`
 // longer holds every change after it); ErrFutureRev when afterRev is above
 // the current revision.
 func (db *DB) Changes(ctx context.Context, afterRev int64, limit int) ([]Event, error) {
+	return db.changes(ctx, afterRev, limit, sqlChanges)
+}
+
+// ChangeKeys is Changes without the values: each event has its type,
+// revisions, key and UID, and no Value or PrevValue. It reads no value
+// from the database.
+func (db *DB) ChangeKeys(ctx context.Context, afterRev int64, limit int) ([]Event, error) {
+	return db.changes(ctx, afterRev, limit, sqlChangeKeys)
+}
+
+func (db *DB) changes(ctx context.Context, afterRev int64, limit int, query string) ([]Event, error) {
 	var events []Event
 	err := db.readTx(ctx, "read changes", func(tx *sql.Tx, cur, compacted int64) error {
 		switch {
@@ -103,7 +118,7 @@ func (db *DB) Changes(ctx context.Context, afterRev int64, limit int) ([]Event, 
 		} else {
 			events = make([]Event, 0, min(limit, 1024))
 		}
-		rows, err := tx.QueryContext(ctx, sqlChanges, afterRev, n)
+		rows, err := tx.QueryContext(ctx, query, afterRev, n)
 		if err != nil {
 			return translate("read change log", err)
 		}

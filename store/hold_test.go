@@ -133,3 +133,41 @@ func TestDB_Hold(t *testing.T) {
 		t.Errorf("List(compacted rev) error = %v, want ErrCompacted", err)
 	}
 }
+
+// TestDB_ChangeKeys reads the change log without values: the same events
+// as Changes, with no Value or PrevValue.
+func TestDB_ChangeKeys(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	start := db.Rev()
+	mustCreate(t, db, key("ns", "a"), "1")
+	if _, err := db.Update(ctx, key("ns", "a"), Preconditions{}, obj("ns", "a", "2")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Delete(ctx, key("ns", "a"), Preconditions{}); err != nil {
+		t.Fatal(err)
+	}
+	full, err := db.Changes(ctx, start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := db.ChangeKeys(ctx, start, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(keys) != 3 || len(full) != 3 {
+		t.Fatalf("got %d events without values and %d with, want 3", len(keys), len(full))
+	}
+	for i := range keys {
+		g, w := keys[i], full[i]
+		if g.Type != w.Type || g.Object.Key != w.Object.Key || g.Object.UID != w.Object.UID || g.Rev() != w.Rev() || g.Object.CreateRev != w.Object.CreateRev {
+			t.Errorf("event %d = %+v, want the keys of %+v", i, g, w)
+		}
+		if g.Object.Value != nil || g.PrevValue != nil {
+			t.Errorf("event %d has values", i)
+		}
+	}
+	if _, err := db.ChangeKeys(ctx, db.Rev()+1, 0); !errors.Is(err, ErrFutureRev) {
+		t.Errorf("ChangeKeys(future) error = %v, want ErrFutureRev", err)
+	}
+}

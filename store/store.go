@@ -198,6 +198,9 @@ type Store interface {
 	// afterRev is older than the compacted revision, ErrFutureRev when it is
 	// newer than the current one.
 	Changes(ctx context.Context, afterRev int64, limit int) ([]Event, error)
+	// ChangeKeys is Changes without Value and PrevValue, for readers that
+	// look for keys or UIDs in the log: it reads no value.
+	ChangeKeys(ctx context.Context, afterRev int64, limit int) ([]Event, error)
 	// Compact deletes change-log entries at or below rev, in bounded
 	// batches; afterwards reads at those revisions fail with ErrCompacted.
 	// While revisions are held (Hold), it compacts only up to the oldest.
