@@ -162,11 +162,18 @@ func statusOf(err error) *metav1.Status {
 // more than one.
 //
 // Unlike kube-apiserver, it reports at most maxInvalidErrors errors, and
-// says how many more there were: one error per item of a 3 MiB list made a
-// 90 MB answer (300,000 invalid finalizers), 60 times the request.
+// those that fit in maxInvalidBytes of text, and says how many more there
+// were: one error per item of a 3 MiB list made a 90 MB answer (300,000
+// invalid finalizers), 60 times the request, and a thousand errors that
+// each print a large invalid value took 127 MB to render.
 // maxInvalidErrors is the most errors an Invalid (422) answer lists.
 // Validation may put stand-ins past it (registry.MaxReportedErrors).
 const maxInvalidErrors = registry.MaxReportedErrors
+
+// maxInvalidBytes bounds the text of the errors an Invalid answer lists
+// (each is in a cause and in the message); the first error is always
+// listed.
+const maxInvalidBytes = 1 << 20
 
 func newInvalid(gk schema.GroupKind, name string, errs field.ErrorList) *apierrors.StatusError {
 	more := 0
@@ -175,8 +182,18 @@ func newInvalid(gk schema.GroupKind, name string, errs field.ErrorList) *apierro
 		errs = errs[:maxInvalidErrors]
 	}
 	causes := make([]metav1.StatusCause, 0, len(errs))
-	for _, e := range errs {
-		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: e.ErrorBody(), Field: e.Field})
+	texts := make([]string, 0, len(errs)) // each error as Error() words it
+	size := 0
+	for i, e := range errs {
+		body := e.ErrorBody()
+		text := e.Field + ": " + body
+		if size += len(body) + len(text); size > maxInvalidBytes && i > 0 {
+			more += len(errs) - i
+			errs = errs[:i]
+			break
+		}
+		causes = append(causes, metav1.StatusCause{Type: metav1.CauseType(e.Type), Message: body, Field: e.Field})
+		texts = append(texts, text)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %q is invalid", gk.String(), name)
@@ -184,8 +201,7 @@ func newInvalid(gk schema.GroupKind, name string, errs field.ErrorList) *apierro
 		b.WriteString(": ")
 		seen := make(map[string]struct{}, len(errs))
 		msgs := make([]string, 0, len(errs))
-		for _, e := range errs {
-			msg := e.Error()
+		for _, msg := range texts {
 			if _, dup := seen[msg]; dup {
 				continue
 			}

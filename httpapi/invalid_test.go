@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,5 +51,32 @@ func TestNewInvalid_Bounded(t *testing.T) {
 	}
 	if got, want := st.Message[len(st.Message)-len(", and 5 more errors]"):], ", and 5 more errors]"; got != want {
 		t.Errorf("got message ending %q, want %q", got, want)
+	}
+}
+
+// TestNewInvalid_BoundedBytes checks that errors whose values are large
+// are listed only up to maxInvalidBytes of text, the first always.
+func TestNewInvalid_BoundedBytes(t *testing.T) {
+	p := field.NewPath("metadata", "labels")
+	big := strings.Repeat("v", 100<<10)
+	errs := make(field.ErrorList, 0, 100)
+	for i := 0; i < 100; i++ {
+		errs = append(errs, field.Invalid(p.Key(fmt.Sprint(i)), big, "bad"))
+	}
+	st := newInvalid(schema.GroupKind{Kind: "ConfigMap"}, "cm", errs).ErrStatus
+	n := len(st.Details.Causes)
+	if n == 0 || n >= 10 {
+		t.Errorf("got %d causes of 100 KiB values, want between 1 and 9 (1 MiB of text)", n)
+	}
+	if want := fmt.Sprintf(", and %d more errors]", 100-n); !strings.HasSuffix(st.Message, want) {
+		t.Errorf("message ends %q, want %q", st.Message[len(st.Message)-40:], want)
+	}
+	if len(st.Message) > 2*maxInvalidBytes {
+		t.Errorf("message is %d bytes", len(st.Message))
+	}
+	// One error larger than the bound is still listed.
+	one := newInvalid(schema.GroupKind{Kind: "ConfigMap"}, "cm", field.ErrorList{field.Invalid(p, strings.Repeat("v", 2<<20), "bad")}).ErrStatus
+	if len(one.Details.Causes) != 1 {
+		t.Errorf("a single large error: %d causes, want 1", len(one.Details.Causes))
 	}
 }
