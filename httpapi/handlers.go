@@ -95,8 +95,14 @@ func (s *Server) serveResource(c echo.Context) error {
 	if err := checkScope(k, ri); err != nil {
 		return s.writeError(c, err)
 	}
-	rep, ok := negotiateOutput(req.Header.Get("Accept"))
+	if k.DeprecationWarning != "" {
+		addWarnings(c, []string{k.DeprecationWarning})
+	}
+	rep, ok := negotiateOutputFor(req.Header.Get("Accept"), k.Unstructured)
 	if !ok {
+		if k.Unstructured {
+			return s.writeError(c, errNotAcceptableCR())
+		}
 		return s.writeError(c, errNotAcceptable())
 	}
 	r := &request{c: c, ri: ri, kind: k, rep: rep, kinds: kinds}

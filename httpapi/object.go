@@ -72,6 +72,9 @@ const (
 // duplicate fields are errors under Strict and warnings under Warn (the
 // default), as in kube-apiserver.
 func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validation string) (runtime.Object, []string, error) {
+	if k.Unstructured {
+		return s.decodeUnstructuredBody(k, body, enc, validation)
+	}
 	if enc == encJSON {
 		if obj, ok := decodeCleanJSON(body, k.GVK, k.New); ok {
 			obj.GetObjectKind().SetGroupVersionKind(k.GVK)
@@ -192,6 +195,11 @@ func spliceTypeMeta(dst []byte, gvk schema.GroupVersionKind, value []byte) []byt
 // itemJSON returns the JSON of a stored object as a list item (no kind or
 // apiVersion).
 func itemJSON(k *registry.Kind, value []byte) ([]byte, error) {
+	if k.Unstructured {
+		// Custom resource list items keep kind and apiVersion, as
+		// kube-apiserver's UnstructuredList encodes them.
+		return objectJSON(k, value)
+	}
 	if k.FromStorage == nil {
 		return value, nil
 	}

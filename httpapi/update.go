@@ -230,6 +230,9 @@ func (s *Server) beforeUpdate(ctx context.Context, r *request, obj, old runtime.
 	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
 		c.Canonicalize(obj)
 	}
+	if ws, ok := k.Strategy.(registry.WarningStrategy); ok && subresource == "" && r.c != nil {
+		addWarnings(r.c, ws.WarningsOnUpdate(obj, old))
+	}
 	// A write that changes nothing keeps managedFields' times too.
 	if equality.Semantic.DeepEqual(stripManagedTimes(obj), stripManagedTimes(old)) {
 		registry.Accessor(obj).SetManagedFields(om.GetManagedFields())
