@@ -157,19 +157,26 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				k.DeprecationWarning = defaultDeprecationWarning(v.Name, crd.Spec)
 			}
 		}
-		if st.hasDefaults || v.Name != storage {
+		if st.hasDefaults || len(crd.Spec.Versions) > 1 {
 			// Read from storage as kube-apiserver's storage codec does:
-			// defaults of the storage version, then pruning to the served
-			// version's schema.
+			// pruning to the storage version's schema and its defaults
+			// (objects written through another version, or before the
+			// schema changed), then pruning to the served version's.
+			// Kinds without defaults and with one version skip this:
+			// what they stored went through the same steps.
+			prune := !crd.Spec.PreserveUnknownFields
 			k.FromStorage = func(obj runtime.Object) (runtime.Object, error) {
 				u, ok := obj.(*unstructured.Unstructured)
 				if !ok {
 					return nil, fmt.Errorf("%s: unexpected object %T", gvk.Kind, obj)
 				}
 				if st.structural != nil {
+					if prune {
+						structuralpruning.Prune(u.Object, st.structural, true)
+					}
 					structuraldefaulting.Default(u.Object, st.structural)
 				}
-				if v.Name != storage && s.structural != nil && !crd.Spec.PreserveUnknownFields {
+				if v.Name != storage && s.structural != nil && prune {
 					structuralpruning.Prune(u.Object, s.structural, true)
 				}
 				u.SetGroupVersionKind(gvk)
