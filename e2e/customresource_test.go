@@ -135,6 +135,10 @@ spec:
 		t.Errorf("after two patches: image and generation = %q, want %q", res.Stdout, "restore 3")
 	}
 
+	// The scale subresource.
+	wantOutput(t, d.Kubectl("-n", "cr-kubectl", "scale", "ct", "nightly", "--replicas", "5"), "crontab.stable.example.com/nightly scaled\n")
+	wantOutput(t, d.Kubectl("-n", "cr-kubectl", "get", "ct", "nightly", "-o", "jsonpath={.spec.replicas} {.metadata.generation}"), "5 4")
+
 	res = d.Kubectl("-n", "cr-kubectl", "patch", "ct", "nightly", "-p", `{"spec":{"replicas":4}}`)
 	wantMsg := "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
 	if res.ExitCode == 0 || !strings.Contains(res.Stderr, wantMsg) {
@@ -556,6 +560,30 @@ func TestCustomResource_HTTP(t *testing.T) {
 	if len(tbl.Rows) != 1 || len(tbl.Rows[0].Cells) != 4 || tbl.Rows[0].Cells[0] != "h" || tbl.Rows[0].Cells[1] != nil || tbl.Rows[0].Cells[2] != float64(1) {
 		t.Errorf("Table row: %v, want [h <nil> 1 <age>]", tbl.Rows)
 	}
+
+	// The scale subresource: autoscaling/v1 Scale over the replica paths.
+	res = doRaw(t, d, "PATCH", base+"/h/status", "application/merge-patch+json", "", []byte(`{"status":{"replicas":2,"labelSelector":"app=h"}}`))
+	if res.Status != http.StatusOK {
+		t.Fatalf("patch status: %d %s", res.Status, res.Body)
+	}
+	res = doRaw(t, d, "PATCH", base+"/h/scale", "application/merge-patch+json", "", []byte(`{"spec":{"replicas":3}}`))
+	var scale struct {
+		Kind, APIVersion string
+		Spec             struct{ Replicas int32 }
+		Status           struct {
+			Replicas int32
+			Selector string
+		}
+	}
+	if err := json.Unmarshal(res.Body, &scale); err != nil || res.Status != http.StatusOK {
+		t.Fatalf("patch scale: %d %s", res.Status, res.Body)
+	}
+	if scale.Kind != "Scale" || scale.APIVersion != "autoscaling/v1" || scale.Spec.Replicas != 3 || scale.Status.Replicas != 2 || scale.Status.Selector != "app=h" {
+		t.Errorf("scale after patch: %+v, want Scale autoscaling/v1 spec 3 status 2 app=h", scale)
+	}
+	res = doRaw(t, d, "PUT", base+"/h/scale", "application/json", "", []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"h"},"spec":{"replicas":11}}`))
+	wantRawStatus(t, "scale beyond the schema's maximum", res, http.StatusUnprocessableEntity,
+		`CronTab.stable.example.com "h" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`)
 
 	// Cluster scope: Widgets have no namespace, and the default Age column.
 	res = doRaw(t, d, "POST", "/apis/things.example.org/v1alpha1/widgets", "application/yaml", "",

@@ -51,12 +51,16 @@ func apiResourceList(reg *registry.Snapshot, gv schema.GroupVersion) *metav1.API
 			StorageVersionHash: storageVersionHash(k.StorageGVK),
 		})
 		for _, sub := range subresources(k) {
-			resources = append(resources, metav1.APIResource{
+			r := metav1.APIResource{
 				Name:       k.Resource + "/" + sub.name,
 				Namespaced: k.Namespaced,
 				Kind:       k.GVK.Kind,
 				Verbs:      sub.verbs,
-			})
+			}
+			if sub.kind != nil {
+				r.Group, r.Version, r.Kind = sub.kind.Group, sub.kind.Version, sub.kind.Kind
+			}
+			resources = append(resources, r)
 		}
 	}
 	if resources == nil {
@@ -162,10 +166,21 @@ func resourceDiscovery(reg *registry.Snapshot, gv schema.GroupVersion) []apidisc
 			ShortNames:       k.ShortNames,
 			Categories:       k.Categories,
 		}
+		if k.Unstructured {
+			// Custom resources name their group and version.
+			r.ResponseKind = &metav1.GroupVersionKind{Group: k.GVK.Group, Version: k.GVK.Version, Kind: k.GVK.Kind}
+		}
 		for _, sub := range subresources(k) {
+			rk := &metav1.GroupVersionKind{Kind: k.GVK.Kind}
+			switch {
+			case sub.kind != nil:
+				rk = &metav1.GroupVersionKind{Group: sub.kind.Group, Version: sub.kind.Version, Kind: sub.kind.Kind}
+			case k.Unstructured:
+				rk = r.ResponseKind
+			}
 			r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 				Subresource:  sub.name,
-				ResponseKind: &metav1.GroupVersionKind{Kind: k.GVK.Kind},
+				ResponseKind: rk,
 				Verbs:        sub.verbs,
 			})
 		}
@@ -178,6 +193,9 @@ func resourceDiscovery(reg *registry.Snapshot, gv schema.GroupVersion) []apidisc
 type subresource struct {
 	name  string
 	verbs []string
+	// kind is the subresource's response kind when it is not the
+	// resource's (autoscaling/v1 Scale).
+	kind *schema.GroupVersionKind
 }
 
 // subresources returns k's subresources sorted by name, with the verbs
@@ -185,10 +203,13 @@ type subresource struct {
 func subresources(k *registry.Kind) []subresource {
 	var subs []subresource
 	if k.FinalizeSubresource {
-		subs = append(subs, subresource{"finalize", []string{"update"}})
+		subs = append(subs, subresource{"finalize", []string{"update"}, nil})
+	}
+	if k.Scale != nil {
+		subs = append(subs, subresource{"scale", []string{"get", "patch", "update"}, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
 	}
 	if k.StatusSubresource {
-		subs = append(subs, subresource{"status", []string{"get", "patch", "update"}})
+		subs = append(subs, subresource{"status", []string{"get", "patch", "update"}, nil})
 	}
 	return subs
 }

@@ -77,6 +77,10 @@ func (s *Server) serveResource(c echo.Context) error {
 		if !k.StatusSubresource {
 			return s.writeError(c, errNotFoundResource())
 		}
+	case "scale":
+		if k.Scale == nil {
+			return s.writeError(c, errNotFoundResource())
+		}
 	case "finalize":
 		if !k.FinalizeSubresource {
 			return s.writeError(c, errNotFoundResource())
@@ -115,6 +119,9 @@ func (s *Server) serveResource(c echo.Context) error {
 	}
 	if !k.HasVerb(ri.Verb) {
 		return s.writeError(c, errMethodNotAllowed())
+	}
+	if ri.Subresource == "scale" {
+		return s.handleScale(r)
 	}
 	switch ri.Verb {
 	case "get":

@@ -122,7 +122,7 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 			Namespaced:        namespaced,
 			ShortNames:        names.ShortNames,
 			Categories:        names.Categories,
-			Verbs:             verbsAll,
+			Verbs:             verbsCustomResource,
 			StatusSubresource: strategy.status,
 			StorageResource:   storageResource,
 			StorageGVK:        storageGVK,
@@ -149,6 +149,12 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 			NormalizeOnDecode:     s.defaulter(gvk),
 			ApplySchema:           s.applySchema(gvk),
 			PreserveUnknownFields: crd.Spec.PreserveUnknownFields,
+		}
+		if sc := strategy.scale; sc != nil {
+			k.Scale = &ScaleSubresource{SpecReplicasPath: sc.SpecReplicasPath, StatusReplicasPath: sc.StatusReplicasPath}
+			if sc.LabelSelectorPath != nil {
+				k.Scale.LabelSelectorPath = *sc.LabelSelectorPath
+			}
 		}
 		if v.Deprecated {
 			if v.DeprecationWarning != nil {
@@ -187,6 +193,10 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 	}
 	return kinds, nil
 }
+
+// verbsCustomResource are a custom resource's verbs in the order
+// kube-apiserver's discovery lists them (unsorted, unlike the built-ins').
+var verbsCustomResource = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
 
 // defaultDeprecationWarning is kube-apiserver's warning for a deprecated
 // version without deprecationWarning: it names the newest served version

@@ -168,9 +168,22 @@ type Kind struct {
 	// PreserveUnknownFields is the CRD's spec.preserveUnknownFields: apply
 	// keeps fields its schema does not know.
 	PreserveUnknownFields bool
+	// Scale, when set, is the kind's "scale" subresource (custom resources
+	// with subresources.scale): an autoscaling/v1 Scale over these paths
+	// of the object.
+	Scale *ScaleSubresource
 	// DeprecationWarning, when set, is sent as a Warning header with every
 	// answer about the kind (a deprecated custom resource version).
 	DeprecationWarning string
+}
+
+// ScaleSubresource is a custom resource's subresources.scale: the
+// dot-separated paths of its spec and status replicas and of its label
+// selector (may be empty).
+type ScaleSubresource struct {
+	SpecReplicasPath   string
+	StatusReplicasPath string
+	LabelSelectorPath  string
 }
 
 // FinishFunc ends what a BeginCreate or BeginUpdate started: success
