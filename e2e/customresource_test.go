@@ -135,9 +135,27 @@ spec:
 		t.Errorf("after two patches: image and generation = %q, want %q", res.Stdout, "restore 3")
 	}
 
+	// Applying a changed manifest patches (kubectl sends a merge patch:
+	// it has no schema for the kind).
+	wantOutput(t, d.KubectlStdin(strings.Replace(manifest, "image: backup", "image: restore2", 1), "apply", "--validate=false", "-f", "-"),
+		"crontab.stable.example.com/nightly configured\n")
+
+	// create, and get -o yaml.
+	wantOutput(t, d.KubectlStdin(strings.Replace(strings.Replace(manifest, "nightly", "hourly", 1), "  unknownField: dropped\n", "status:\n  phase: Set\n", 1), "create", "-f", "-"),
+		"crontab.stable.example.com/hourly created\n")
+	res = d.MustKubectl("-n", "cr-kubectl", "get", "ct", "hourly", "-o", "yaml")
+	for _, want := range []string{"apiVersion: stable.example.com/v1\n", "kind: CronTab\n", "  name: hourly\n", "  mode: Slow\n", "  replicas: 1\n"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("kubectl get -o yaml lacks %q:\n%s", want, res.Stdout)
+		}
+	}
+	if strings.Contains(res.Stdout, "status:") {
+		t.Errorf("kubectl get -o yaml shows a status that create must drop:\n%s", res.Stdout)
+	}
+
 	// The scale subresource.
 	wantOutput(t, d.Kubectl("-n", "cr-kubectl", "scale", "ct", "nightly", "--replicas", "5"), "crontab.stable.example.com/nightly scaled\n")
-	wantOutput(t, d.Kubectl("-n", "cr-kubectl", "get", "ct", "nightly", "-o", "jsonpath={.spec.replicas} {.metadata.generation}"), "5 4")
+	wantOutput(t, d.Kubectl("-n", "cr-kubectl", "get", "ct", "nightly", "-o", "jsonpath={.spec.replicas} {.spec.image} {.metadata.generation}"), "5 restore2 5")
 
 	res = d.Kubectl("-n", "cr-kubectl", "patch", "ct", "nightly", "-p", `{"spec":{"replicas":4}}`)
 	wantMsg := "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
