@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/kube-openapi/pkg/schemaconv"
@@ -74,7 +75,9 @@ func (s *Server) decodeUnstructuredBody(k *registry.Kind, body []byte, enc encod
 			return nil, nil, decodeError(k, nil, err, body)
 		}
 		if strict {
-			if err := yaml.UnmarshalStrict(body, &map[string]interface{}{}); err != nil {
+			// Duplicate fields, which YAMLToJSON drops, as
+			// kube-apiserver's strict YAML serializer finds them.
+			if _, err := yaml.YAMLToJSONStrict(body); err != nil {
 				yamlStrictErrs = append(yamlStrictErrs, err)
 			}
 		}
@@ -82,6 +85,11 @@ func (s *Server) decodeUnstructuredBody(k *registry.Kind, body []byte, enc encod
 	}
 	obj, gvk, strictErrs, err := k.DecodeJSON(data, strict)
 	if err != nil {
+		if _, ierr := kjson.DefaultMetaFactory.Interpret(data); ierr != nil {
+			// What kube-apiserver's serializer reports first for a
+			// document that does not parse.
+			err = ierr
+		}
 		return nil, nil, decodeError(k, gvk, err, body)
 	}
 	strictErrs = append(yamlStrictErrs, strictErrs...)
