@@ -603,6 +603,25 @@ func TestCustomResource_HTTP(t *testing.T) {
 	wantRawStatus(t, "scale beyond the schema's maximum", res, http.StatusUnprocessableEntity,
 		`CronTab.stable.example.com "h" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`)
 
+	// Discovery, as kube-apiserver's custom resource discovery lists it.
+	res = doRaw(t, d, "GET", "/apis/stable.example.com/v1", "", "application/json", nil)
+	var rl metav1.APIResourceList
+	if err := json.Unmarshal(res.Body, &rl); err != nil {
+		t.Fatalf("discovery: %d %s", res.Status, res.Body)
+	}
+	var entries []string
+	for _, r := range rl.APIResources {
+		entries = append(entries, r.Name+" "+r.Group+"/"+r.Version+"/"+r.Kind+" "+strings.Join(r.Verbs, ","))
+	}
+	wantEntries := []string{
+		"crontabs //CronTab delete,deletecollection,get,list,patch,create,update,watch",
+		"crontabs/status //CronTab get,patch,update",
+		"crontabs/scale autoscaling/v1/Scale get,patch,update",
+	}
+	if !reflect.DeepEqual(entries, wantEntries) {
+		t.Errorf("discovery of stable.example.com/v1:\n%q\nwant\n%q", entries, wantEntries)
+	}
+
 	// Cluster scope: Widgets have no namespace, and the default Age column.
 	res = doRaw(t, d, "POST", "/apis/things.example.org/v1alpha1/widgets", "application/yaml", "",
 		[]byte("apiVersion: things.example.org/v1alpha1\nkind: Widget\nmetadata:\n  name: w\n  namespace: ignored\nspec:\n  size: 3\n"))

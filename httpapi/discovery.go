@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"sort"
+	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,7 +67,13 @@ func apiResourceList(reg *registry.Snapshot, gv schema.GroupVersion) *metav1.API
 	if resources == nil {
 		return nil
 	}
-	sort.SliceStable(resources, func(i, j int) bool { return resources[i].Name < resources[j].Name })
+	// By resource; a resource's subresources follow it in subresources'
+	// order.
+	sort.SliceStable(resources, func(i, j int) bool {
+		a, _, _ := strings.Cut(resources[i].Name, "/")
+		b, _, _ := strings.Cut(resources[j].Name, "/")
+		return a < b
+	})
 	list := &metav1.APIResourceList{
 		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String(),
@@ -198,18 +205,19 @@ type subresource struct {
 	kind *schema.GroupVersionKind
 }
 
-// subresources returns k's subresources sorted by name, with the verbs
+// subresources returns k's subresources (finalize, status, scale), with the verbs
 // kube-apiserver advertises for them.
 func subresources(k *registry.Kind) []subresource {
 	var subs []subresource
 	if k.FinalizeSubresource {
 		subs = append(subs, subresource{"finalize", []string{"update"}, nil})
 	}
-	if k.Scale != nil {
-		subs = append(subs, subresource{"scale", []string{"get", "patch", "update"}, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
-	}
 	if k.StatusSubresource {
 		subs = append(subs, subresource{"status", []string{"get", "patch", "update"}, nil})
+	}
+	if k.Scale != nil {
+		// After status, as kube-apiserver lists a custom resource's.
+		subs = append(subs, subresource{"scale", []string{"get", "patch", "update"}, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
 	}
 	return subs
 }
