@@ -12,6 +12,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/apimachinery/pkg/version"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
 	"k8s.io/client-go/util/jsonpath"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	kjson "sigs.k8s.io/json"
@@ -504,7 +506,7 @@ func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 		errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st, false)...)
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 	}
-	errs = append(errs, c.validateCEL(u.Object, nil, errs)...)
+	errs = append(errs, c.validateCEL(u.Object, nil, errs, nil)...)
 	return withGenericCreate(errs, obj, c.namespaced)
 }
 
@@ -512,11 +514,15 @@ func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 // ValidateGenericUpdate first).
 func (c *crStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	// Ratcheting (CRDValidationRatcheting, GA and locked on): a value the
+	// update leaves unchanged is not refused for breaking the schema.
+	correlated := c.correlate(u, o)
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
 		if c.schema.validator != nil {
-			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, o.Object, c.schema.validator)...)
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, o.Object, c.schema.validator,
+				apiservervalidation.WithRatcheting(correlated))...)
 		}
 		errs = append(errs, c.validateScaleSpec(u)...)
 		errs = append(errs, c.validateScaleStatus(u)...)
@@ -528,18 +534,28 @@ func (c *crStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 		}
 	}
-	errs = append(errs, c.validateCEL(u.Object, o.Object, errs)...)
+	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
 	return errs
+}
+
+// correlate pairs the new object with the old for ratcheting.
+func (c *crStrategy) correlate(u, o *unstructured.Unstructured) *common.CorrelatedObject {
+	return common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: c.schema.structural})
 }
 
 // ValidateStatusUpdate validates a status write against the status schema.
 func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	correlated := c.correlate(u, o)
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
 		if status, ok := u.Object["status"]; ok && c.schema.statusValidator != nil {
-			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], c.schema.statusValidator)...)
+			var opts []apiservervalidation.ValidationOption
+			if c.schema.structural != nil {
+				opts = append(opts, apiservervalidation.WithRatcheting(correlated.Key("status")))
+			}
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], c.schema.statusValidator, opts...)...)
 		}
 		errs = append(errs, c.validateScaleStatus(u)...)
 	}
@@ -550,14 +566,14 @@ func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorLi
 			}
 		}
 	}
-	errs = append(errs, c.validateCEL(u.Object, o.Object, errs)...)
+	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
 	return errs
 }
 
 // validateCEL evaluates the x-kubernetes-validations rules, unless errs
 // holds an error that makes them unsafe to run (kube-apiserver's
 // hasBlockingErr), within kube-apiserver's runtime cost budget.
-func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList) field.ErrorList {
+func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
 	if c.schema.cel == nil {
 		return nil
 	}
@@ -571,7 +587,11 @@ func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.Err
 	if old != nil {
 		oldObj = old
 	}
-	celErrs, _ := c.schema.cel.Validate(context.Background(), nil, c.schema.structural, obj, oldObj, celconfig.RuntimeCELCostBudget)
+	var opts []cel.Option
+	if correlated != nil {
+		opts = append(opts, cel.WithRatcheting(correlated))
+	}
+	celErrs, _ := c.schema.cel.Validate(context.Background(), nil, c.schema.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return celErrs
 }
 

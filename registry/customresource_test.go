@@ -41,7 +41,7 @@ spec:
           spec:
             type: object
             properties:
-              image: {type: string}
+              image: {type: string, maxLength: 5}
               replicas: {type: integer, default: 1}
               ports:
                 type: array
@@ -307,5 +307,33 @@ func TestKind_DecodeStored_CustomResource(t *testing.T) {
 		if u.GetAPIVersion() != k.GVK.GroupVersion().String() || u.Object["spec"].(map[string]interface{})["replicas"] != int64(1) {
 			t.Errorf("%s: DecodeStored = %v, want apiVersion %s and replicas 1", k.GVK.Version, u.Object, k.GVK.GroupVersion())
 		}
+	}
+}
+
+// TestCRStrategy_ValidateUpdate_Ratcheting: an update may keep a value
+// that breaks the schema (written before the schema tightened) but not
+// introduce one.
+func TestCRStrategy_ValidateUpdate_Ratcheting(t *testing.T) {
+	v1 := testCRKinds(t, testCRD)[0]
+	old := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"ns1","resourceVersion":"3"},"spec":{"image":"too-long-already"}}`)
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"unchanged invalid value", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"ns1","resourceVersion":"3","labels":{"x":"y"}},"spec":{"image":"too-long-already"}}`, nil},
+		{"changed to another invalid value", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"ns1","resourceVersion":"3"},"spec":{"image":"still-too-long"}}`,
+			[]string{"spec.image: Too long: may not be more than 5 bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := decodeCR(t, v1, tt.body)
+			var got []string
+			for _, e := range v1.Strategy.ValidateUpdate(obj, old) {
+				got = append(got, e.Error())
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ValidateUpdate = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
