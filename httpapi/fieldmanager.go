@@ -44,7 +44,8 @@ func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
 	return f.tc
 }
 
-// get returns the field manager for k (subresource "" or "status").
+// get returns the field manager for k (subresource "", "status" or
+// "scale").
 func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfields.FieldManager, error) {
 	key := fmKey{k.GVK, subresource, k}
 	f.mu.Lock()
