@@ -165,11 +165,23 @@ func summarizeData(data []byte, maxLength int) string {
 // stored in another version.
 func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
 	if k.FromStorage != nil {
+		var key servedKey
+		if k.Unstructured {
+			// See servedCache. The result is shared and read-only.
+			key = servedKeyOf(k, value)
+			if b := served.get(key); b != nil {
+				return b, nil
+			}
+		}
 		obj, err := k.DecodeStored(value)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(obj)
+		b, err := json.Marshal(obj)
+		if err == nil && k.Unstructured {
+			served.put(key, b)
+		}
+		return b, err
 	}
 	return spliceTypeMeta(nil, k.GVK, value), nil
 }
