@@ -22,9 +22,12 @@ type fieldManagers struct {
 	tcOnce sync.Once
 	tc     managedfields.TypeConverter
 
-	// mu guards byKind.
+	// mu guards byKind and crTypes.
 	mu     sync.Mutex
 	byKind map[fmKey]*managedfields.FieldManager
+	// crTypes holds the type converter of each Unstructured kind, shared
+	// by its main resource's and subresources' field managers.
+	crTypes map[*registry.Kind]managedfields.TypeConverter
 }
 
 type fmKey struct {
@@ -36,7 +39,7 @@ type fmKey struct {
 }
 
 func newFieldManagers() *fieldManagers {
-	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager)}
+	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager), crTypes: make(map[*registry.Kind]managedfields.TypeConverter)}
 }
 
 func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
@@ -77,7 +80,7 @@ func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfield
 	var fm *managedfields.FieldManager
 	var err error
 	if k.Unstructured {
-		fm, err = newCRFieldManager(k, subresource, filters)
+		fm, err = f.newCRFieldManager(k, subresource, filters)
 	} else {
 		fm, err = managedfields.NewDefaultFieldManager(f.typeConverter(), registry.Scheme, registry.Scheme, registry.Scheme,
 			k.GVK, k.GVK.GroupVersion(), subresource, filters)
@@ -116,11 +119,17 @@ func managerName(fieldManager, userAgent string) string {
 // newCRFieldManager is the field manager kube-apiserver's custom resource
 // handler builds: typed by the kind's schema, versions converted as
 // conversion None does, the kind's defaults applied to applied objects.
-func newCRFieldManager(k *registry.Kind, subresource string, filters map[fieldpath.APIVersion]fieldpath.Filter) (*managedfields.FieldManager, error) {
-	tc, err := newCRTypeConverter(k)
-	if err != nil {
-		return nil, err
+// Called with f.mu held.
+func (f *fieldManagers) newCRFieldManager(k *registry.Kind, subresource string, filters map[fieldpath.APIVersion]fieldpath.Filter) (*managedfields.FieldManager, error) {
+	tc, ok := f.crTypes[k]
+	if !ok {
+		var err error
+		if tc, err = newCRTypeConverter(k); err != nil {
+			return nil, err
+		}
+		tc = boundedTypeConverter{tc}
+		f.crTypes[k] = tc
 	}
-	return managedfields.NewDefaultCRDFieldManager(boundedTypeConverter{tc}, crConvertor{}, crDefaulter{k}, crCreator{},
+	return managedfields.NewDefaultCRDFieldManager(tc, crConvertor{}, crDefaulter{k}, crCreator{},
 		k.GVK, k.GVK.GroupVersion(), subresource, filters)
 }

@@ -131,11 +131,15 @@ type crTypeConverter struct {
 // newCRTypeConverter builds the type converter of k, as kube-apiserver's
 // custom resource handler does from the CRD's OpenAPI schema.
 func newCRTypeConverter(k *registry.Kind) (managedfields.TypeConverter, error) {
-	if k.ApplySchema == nil {
+	var sch *spec.Schema
+	if k.ApplySchema != nil {
+		sch = k.ApplySchema()
+	}
+	if sch == nil {
 		return managedfields.NewDeducedTypeConverter(), nil
 	}
 	name := k.GVK.Group + "." + k.GVK.Version + "." + k.GVK.Kind
-	cr, err := schemaconv.ToSchemaFromOpenAPI(map[string]*spec.Schema{name: k.ApplySchema}, k.PreserveUnknownFields)
+	cr, err := schemaconv.ToSchemaFromOpenAPI(map[string]*spec.Schema{name: sch}, k.PreserveUnknownFields)
 	if err != nil {
 		return nil, fmt.Errorf("convert schema of %s: %w", k.GVK, err)
 	}

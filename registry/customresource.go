@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -149,7 +150,7 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				return s.decode(data, gvk, strict)
 			},
 			NormalizeOnDecode:     s.defaulter(gvk),
-			ApplySchema:           s.applySchema(gvk),
+			ApplySchema:           func() *spec.Schema { return s.applySchema(gvk) },
 			PreserveUnknownFields: crd.Spec.PreserveUnknownFields,
 		}
 		if sc := strategy.scale; sc != nil {
@@ -173,6 +174,7 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 			// Kinds without defaults and with one version skip this:
 			// what they stored went through the same steps.
 			prune := !crd.Spec.PreserveUnknownFields
+			served := v.Name
 			k.FromStorage = func(obj runtime.Object) (runtime.Object, error) {
 				u, ok := obj.(*unstructured.Unstructured)
 				if !ok {
@@ -184,7 +186,7 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 					}
 					structuraldefaulting.Default(u.Object, st.structural)
 				}
-				if v.Name != storage && s.structural != nil && prune {
+				if served != storage && s.structural != nil && prune {
 					structuralpruning.Prune(u.Object, s.structural, true)
 				}
 				u.SetGroupVersionKind(gvk)
@@ -229,9 +231,25 @@ type crSchema struct {
 	structural      *structuralschema.Structural
 	validator       apiservervalidation.SchemaValidator
 	statusValidator apiservervalidation.SchemaValidator
-	cel             *cel.Validator
 	preserveUnknown bool
 	hasDefaults     bool
+
+	// celOnce compiles the CEL rules on first use: a CEL environment
+	// takes about 100 KB, which kinds whose objects are never written
+	// need not pay.
+	celOnce sync.Once
+	cel     *cel.Validator
+}
+
+// celValidator returns the compiled x-kubernetes-validations rules, nil
+// when there are none.
+func (s *crSchema) celValidator() *cel.Validator {
+	s.celOnce.Do(func() {
+		if s.structural != nil {
+			s.cel = cel.NewValidator(s.structural, true, celconfig.PerCallLimit)
+		}
+	})
+	return s.cel
 }
 
 func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*crSchema, error) {
@@ -267,7 +285,6 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 			return nil, fmt.Errorf("status schema validator: %w", err)
 		}
 	}
-	s.cel = cel.NewValidator(st, true, celconfig.PerCallLimit)
 	return s, nil
 }
 
@@ -574,7 +591,8 @@ func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorLi
 // holds an error that makes them unsafe to run (kube-apiserver's
 // hasBlockingErr), within kube-apiserver's runtime cost budget.
 func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
-	if c.schema.cel == nil {
+	v := c.schema.celValidator()
+	if v == nil {
 		return nil
 	}
 	for _, e := range errs {
@@ -591,7 +609,7 @@ func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.Err
 	if correlated != nil {
 		opts = append(opts, cel.WithRatcheting(correlated))
 	}
-	celErrs, _ := c.schema.cel.Validate(context.Background(), nil, c.schema.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	celErrs, _ := v.Validate(context.Background(), nil, c.schema.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return celErrs
 }
 

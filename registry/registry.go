@@ -159,12 +159,13 @@ type Kind struct {
 	// fieldValidation directive decides what they become). err means the
 	// document does not decode. Set for Unstructured kinds.
 	DecodeJSON func(data []byte, strict bool) (obj runtime.Object, gvk *schema.GroupVersionKind, strictErrs []error, err error)
-	// ApplySchema is the OpenAPI schema of an Unstructured kind's
+	// ApplySchema returns the OpenAPI schema of an Unstructured kind's
 	// objects, whose metadata refers to
 	// io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta; server-side apply
-	// builds its structured-merge-diff type from it. Nil: types are
-	// deduced from the objects.
-	ApplySchema *spec.Schema
+	// builds its structured-merge-diff type from it (once per kind, on
+	// first use). Nil, or a nil result: types are deduced from the
+	// objects.
+	ApplySchema func() *spec.Schema
 	// PreserveUnknownFields is the CRD's spec.preserveUnknownFields: apply
 	// keeps fields its schema does not know.
 	PreserveUnknownFields bool
