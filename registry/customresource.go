@@ -55,13 +55,21 @@ const objectMetaRef = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 // conversion strategy None only rewrites apiVersion, which stored objects
 // leave out, every version reads and writes the same stored bytes. crd is
 // not modified: defaults (conversion None, listKind, singular) are applied
-// to a copy, as the API server would have stored them. A webhook
-// conversion is refused with an error.
+// to a copy, as the API server would have stored them. With conversion
+// strategy Webhook the storage version is served, and every read or write
+// through another version fails with a clear error: no webhook is called.
 func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind, error) {
 	crd = crd.DeepCopy()
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
-	if c := crd.Spec.Conversion; c != nil && c.Strategy != apiextensionsv1.NoneConverter {
-		return nil, fmt.Errorf("custom resource %s: conversion strategy %q is not supported", crd.Name, c.Strategy)
+	webhook := false
+	if c := crd.Spec.Conversion; c != nil {
+		switch c.Strategy {
+		case apiextensionsv1.NoneConverter:
+		case apiextensionsv1.WebhookConverter:
+			webhook = true
+		default:
+			return nil, fmt.Errorf("custom resource %s: conversion strategy %q is not supported", crd.Name, c.Strategy)
+		}
 	}
 	var storage string
 	for _, v := range crd.Spec.Versions {
@@ -166,7 +174,14 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				k.DeprecationWarning = defaultDeprecationWarning(v.Name, crd.Spec)
 			}
 		}
-		if st.hasDefaults || len(crd.Spec.Versions) > 1 {
+		if webhook && v.Name != storage {
+			// No webhook is called: reading or writing another version
+			// than the storage version fails, as kube-apiserver's
+			// answers when its conversion webhook fails (500).
+			convErr := fmt.Errorf("conversion webhook for %s failed: edgeapi does not call conversion webhooks", gvk)
+			k.ToStorage = func(runtime.Object) (runtime.Object, error) { return nil, convErr }
+			k.FromStorage = func(runtime.Object) (runtime.Object, error) { return nil, convErr }
+		} else if st.hasDefaults || len(crd.Spec.Versions) > 1 {
 			// Read from storage as kube-apiserver's storage codec does:
 			// pruning to the storage version's schema and its defaults
 			// (objects written through another version, or before the

@@ -130,7 +130,7 @@ func TestCustomResourceKinds(t *testing.T) {
 
 func TestCustomResourceKinds_Refused(t *testing.T) {
 	tests := []struct{ name, from, to, wantErr string }{
-		{"webhook conversion", "  scope: Namespaced\n", "  scope: Namespaced\n  conversion: {strategy: Webhook}\n", `conversion strategy "Webhook" is not supported`},
+		{"unknown conversion", "  scope: Namespaced\n", "  scope: Namespaced\n  conversion: {strategy: Magic}\n", `conversion strategy "Magic" is not supported`},
 		{"two storage versions", "    served: true\n    storage: false\n    deprecated", "    served: true\n    storage: true\n    deprecated", "more than one storage version"},
 		{"not structural", "replicas: {type: integer, default: 1}", "replicas: {default: 1}", "schema is not structural"},
 	}
@@ -335,5 +335,26 @@ func TestCRStrategy_ValidateUpdate_Ratcheting(t *testing.T) {
 				t.Errorf("ValidateUpdate = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCustomResourceKinds_WebhookConversion: the storage version is
+// served; another version answers with an error instead of calling the
+// webhook.
+func TestCustomResourceKinds_WebhookConversion(t *testing.T) {
+	doc := strings.Replace(testCRD, "  scope: Namespaced\n", "  scope: Namespaced\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {url: \"https://conv.example.com\"}\n", 1)
+	kinds := testCRKinds(t, doc)
+	v1, beta := kinds[0], kinds[1]
+	stored := []byte(`{"metadata":{"name":"a"},"spec":{"image":"i"}}`)
+	if _, err := v1.DecodeStored(stored); err != nil {
+		t.Errorf("storage version: DecodeStored: %v", err)
+	}
+	wantErr := "conversion webhook for stable.example.com/v1beta1, Kind=CronTab failed: edgeapi does not call conversion webhooks"
+	if _, err := beta.DecodeStored(stored); err == nil || err.Error() != wantErr {
+		t.Errorf("v1beta1 DecodeStored: %v, want %q", err, wantErr)
+	}
+	obj := decodeCR(t, beta, `{"apiVersion":"stable.example.com/v1beta1","kind":"CronTab","metadata":{"name":"a"}}`)
+	if _, err := beta.EncodeStorage(obj); err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("v1beta1 EncodeStorage: %v, want %q", err, wantErr)
 	}
 }
