@@ -731,3 +731,72 @@ func TestCustomResource_Lifecycle(t *testing.T) {
 		t.Errorf("CronTab after its namespace went: %v, want NotFound", err)
 	}
 }
+
+// TestCustomResource_BadInput: malformed custom resources and patches get
+// a 4xx Status, never a 5xx, and change nothing.
+func TestCustomResource_BadInput(t *testing.T) {
+	d := startCRDaemon(t)
+	createNamespace(t, d.Clientset(), "cr-bad")
+	base := "/apis/stable.example.com/v1/namespaces/cr-bad/crontabs"
+	res := doRaw(t, d, "POST", base, "application/json", "", []byte(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"keep"},"spec":{"image":"k"}}`))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+	before := rawGet(t, d, base+"/keep").Body
+
+	creates := []string{
+		``, `null`, `[]`, `"x"`, `{`, `{"kind":5}`, `{"kind":"CronTab"}`,
+		`{"apiVersion":5,"kind":"CronTab","metadata":{"name":"a"}}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":5}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","labels":{"x":1}}}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":5}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"ports":[{"port":1}]}}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"ports":5,"tags":[1,1]}}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"Other","metadata":{"name":"a"}}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"Bad Name"}}`,
+		`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"keep"}}`,
+	}
+	for _, body := range creates {
+		res := doRaw(t, d, "POST", base, "application/json", "", []byte(body))
+		if res.Status < 400 || res.Status >= 500 || !strings.Contains(string(res.Body), `"kind":"Status"`) {
+			t.Errorf("POST %s: %d %s, want a 4xx Status", body, res.Status, res.Body)
+		}
+	}
+	patches := []struct{ typ, body string }{
+		{"application/merge-patch+json", `{"kind":null}`},
+		{"application/merge-patch+json", `{"apiVersion":"other.example.com/v1"}`},
+		{"application/merge-patch+json", `{"metadata":{"name":"other"}}`},
+		{"application/merge-patch+json", `{"spec":{"replicas":"many"}}`},
+		{"application/merge-patch+json", `[`},
+		{"application/json-patch+json", `[{"op":"remove","path":"/metadata"}]`},
+		{"application/json-patch+json", `[{"op":"replace","path":"","value":5}]`},
+		{"application/json-patch+json", `[{"op":"test","path":"/spec/image","value":"no"}]`},
+		{"application/apply-patch+yaml", "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: keep}\nspec: {unknown: 1}\n"},
+		{"application/apply-patch+yaml", "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {name: keep}\nspec: {ports: [{port: 1}]}\n"},
+		{"application/strategic-merge-patch+json", `{}`},
+		{"text/plain", `{}`},
+	}
+	for _, p := range patches {
+		res := doRaw(t, d, "PATCH", base+"/keep?fieldManager=bad", p.typ, "", []byte(p.body))
+		if res.Status < 400 || res.Status >= 500 || !strings.Contains(string(res.Body), `"kind":"Status"`) {
+			t.Errorf("PATCH %s %s: %d %s, want a 4xx Status", p.typ, p.body, res.Status, res.Body)
+		}
+	}
+	if after := rawGet(t, d, base+"/keep").Body; string(after) != string(before) {
+		t.Errorf("the object changed:\nbefore %s\nafter  %s", before, after)
+	}
+	// Through the status subresource everything but status is ignored:
+	// some of these change nothing and succeed, as in kube-apiserver
+	// (which then also drops managedFields it cannot compute).
+	for _, p := range patches {
+		res := doRaw(t, d, "PATCH", base+"/keep/status?fieldManager=bad", p.typ, "", []byte(p.body))
+		if res.Status >= 500 {
+			t.Errorf("PATCH /status %s %s: %d %s", p.typ, p.body, res.Status, res.Body)
+		}
+	}
+	res = rawGet(t, d, base)
+	var list unstructured.UnstructuredList
+	if err := list.UnmarshalJSON(res.Body); err != nil || len(list.Items) != 1 {
+		t.Errorf("list after bad input: %v, %s; want only keep", err, res.Body)
+	}
+}
