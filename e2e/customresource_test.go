@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -15,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -534,6 +537,15 @@ func TestCustomResource_HTTP(t *testing.T) {
 	wantStatusJSON("GET with Accept text/html", res, http.StatusNotAcceptable,
 		"only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf")
 
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "stable.example.com/v1", Kind: "CronTab"}, Raw: []byte{}}
+	pb, err := unk.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res = doRaw(t, d, "POST", base, "application/vnd.kubernetes.protobuf", "application/json", append([]byte("k8s\x00"), pb...))
+	wantStatusJSON("create with a Protobuf body", res, http.StatusBadRequest,
+		`CronTab in version "v1" cannot be handled as a CronTab: object *unstructured.Unstructured does not implement the protobuf marshalling interface and cannot be encoded to a protobuf message`)
+
 	res = doRaw(t, d, "PATCH", base+"/h", "application/strategic-merge-patch+json", "", []byte(`{"spec":{"image":"j"}}`))
 	wantStatusJSON("strategic merge patch", res, http.StatusUnsupportedMediaType,
 		"the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml")
@@ -798,5 +810,61 @@ func TestCustomResource_BadInput(t *testing.T) {
 	var list unstructured.UnstructuredList
 	if err := list.UnmarshalJSON(res.Body); err != nil || len(list.Items) != 1 {
 		t.Errorf("list after bad input: %v, %s; want only keep", err, res.Body)
+	}
+}
+
+// TestCustomResource_DefaultsOnRead: objects stored before the schema had
+// a default get it when read, as kube-apiserver's storage decoding applies
+// defaults; fields the new schema drops are pruned on read.
+func TestCustomResource_DefaultsOnRead(t *testing.T) {
+	dir := t.TempDir()
+	crd := func(extra string) string {
+		path := filepath.Join(dir, fmt.Sprintf("crd-%d.yaml", len(extra)))
+		doc := `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: gadgets.things.example.org}
+spec:
+  group: things.example.org
+  scope: Namespaced
+  names: {plural: gadgets, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+` + extra
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	before := crd("              size: {type: integer}\n              old: {type: string}\n")
+	after := crd("              size: {type: integer}\n              color: {type: string, default: blue}\n")
+
+	dataDir := t.TempDir()
+	d := StartDaemon(t, DaemonOptions{DataDir: dataDir, Args: []string{"--unsafe-testing-crd-file", before}})
+	createNamespace(t, d.Clientset(), "cr-read")
+	base := "/apis/things.example.org/v1/namespaces/cr-read/gadgets"
+	res := doRaw(t, d, "POST", base, "application/json", "", []byte(`{"apiVersion":"things.example.org/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"size":1,"old":"x"}}`))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	d = StartDaemon(t, DaemonOptions{DataDir: dataDir, Args: []string{"--unsafe-testing-crd-file", after}})
+	for _, path := range []string{base + "/g", base} {
+		res = rawGet(t, d, path)
+		body := string(res.Body)
+		if res.Status != http.StatusOK || !strings.Contains(body, `"spec":{"color":"blue","size":1}`) {
+			t.Errorf("GET %s after the schema changed: %d %s, want spec {color: blue (default), size: 1} without old", path, res.Status, body)
+		}
 	}
 }
