@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,10 +18,13 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 )
 
 // Custom resources served from CustomResourceDefinitions. CRDs cannot be
@@ -866,5 +870,73 @@ spec:
 		if res.Status != http.StatusOK || !strings.Contains(body, `"spec":{"color":"blue","size":1}`) {
 			t.Errorf("GET %s after the schema changed: %d %s, want spec {color: blue (default), size: 1} without old", path, res.Status, body)
 		}
+	}
+}
+
+// TestCustomResource_DynamicInformer: client-go's dynamic informer lists,
+// watches and keeps its cache in step with creates, status updates and
+// deletes of a custom resource.
+func TestCustomResource_DynamicInformer(t *testing.T) {
+	d := startCRDaemon(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	createNamespace(t, d.Clientset(), "cr-inf")
+	rc := d.Dynamic().Resource(cronTabs).Namespace("cr-inf")
+	if _, err := rc.Create(ctx, cronTab("before", map[string]interface{}{"image": "b"}), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(d.Dynamic(), 0, "cr-inf", nil)
+	inf := f.ForResource(cronTabs)
+	var mu sync.Mutex
+	var events []string
+	record := func(what string, obj interface{}) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		mu.Lock()
+		events = append(events, what+" "+u.GetName()+" "+phase)
+		mu.Unlock()
+	}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj interface{}) { record("add", obj) },
+		UpdateFunc: func(_, obj interface{}) { record("update", obj) },
+		DeleteFunc: func(obj interface{}) { record("delete", obj) },
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+		t.Fatal("informer did not sync")
+	}
+
+	created, err := rc.Create(ctx, cronTab("after", map[string]interface{}{"image": "a"}), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created.Object["status"] = map[string]interface{}{"phase": "Ready"}
+	if _, err := rc.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Delete(ctx, "before", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"add before ", "add after ", "update after Ready", "delete before "}
+	waitFor(t, "the informer's events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) >= len(want)
+	})
+	mu.Lock()
+	got := append([]string(nil), events...)
+	mu.Unlock()
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("informer events %q, want %q", got, want)
+	}
+	objs, err := inf.Lister().ByNamespace("cr-inf").List(labels.Everything())
+	if err != nil || len(objs) != 1 || objs[0].(*unstructured.Unstructured).GetName() != "after" {
+		t.Errorf("lister: %v %v, want [after]", objs, err)
 	}
 }
