@@ -1,8 +1,10 @@
 // Package registry describes the kinds edgeapi serves. A kind is data: its
 // group, version, resource names, scope, verbs, strategy hooks (defaulting,
 // validation), table columns and field-selector attributes. The HTTP layer
-// serves every kind through the same handlers; built-in kinds and, later,
-// CRD kinds differ only in the Kind value they register.
+// serves every kind through the same handlers; built-in kinds (typed Go
+// objects of k8s.io/api) and custom resource kinds (unstructured JSON,
+// built by CustomResourceKinds from a CustomResourceDefinition) differ
+// only in the Kind value they register.
 package registry
 
 import (
