@@ -258,7 +258,7 @@ func (gc *garbageCollector) kindsByStorage() map[string]*registry.Kind {
 		if _, ok := out[k.StorageResource]; ok {
 			continue
 		}
-		if k.FromStorage != nil {
+		if k.FromStorage != nil && k.GVK != k.StorageGVK {
 			continue // served in another version; the storage version's kind covers it
 		}
 		out[k.StorageResource] = k

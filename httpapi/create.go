@@ -170,6 +170,9 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
 		c.Canonicalize(obj)
 	}
+	if ws, ok := k.Strategy.(registry.WarningStrategy); ok && r.c != nil {
+		addWarnings(r.c, ws.WarningsOnCreate(obj))
+	}
 	if dryRun {
 		// A dry run still reports a name that is taken.
 		if _, err := s.cfg.Store.Get(ctx, s.key(k, m.GetNamespace(), m.GetName())); err == nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"sort"
+	"strings"
 
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -51,18 +52,28 @@ func apiResourceList(reg *registry.Snapshot, gv schema.GroupVersion) *metav1.API
 			StorageVersionHash: storageVersionHash(k.StorageGVK),
 		})
 		for _, sub := range subresources(k) {
-			resources = append(resources, metav1.APIResource{
+			r := metav1.APIResource{
 				Name:       k.Resource + "/" + sub.name,
 				Namespaced: k.Namespaced,
 				Kind:       k.GVK.Kind,
 				Verbs:      sub.verbs,
-			})
+			}
+			if sub.kind != nil {
+				r.Group, r.Version, r.Kind = sub.kind.Group, sub.kind.Version, sub.kind.Kind
+			}
+			resources = append(resources, r)
 		}
 	}
 	if resources == nil {
 		return nil
 	}
-	sort.SliceStable(resources, func(i, j int) bool { return resources[i].Name < resources[j].Name })
+	// By resource; a resource's subresources follow it in subresources'
+	// order.
+	sort.SliceStable(resources, func(i, j int) bool {
+		a, _, _ := strings.Cut(resources[i].Name, "/")
+		b, _, _ := strings.Cut(resources[j].Name, "/")
+		return a < b
+	})
 	list := &metav1.APIResourceList{
 		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: gv.String(),
@@ -162,10 +173,21 @@ func resourceDiscovery(reg *registry.Snapshot, gv schema.GroupVersion) []apidisc
 			ShortNames:       k.ShortNames,
 			Categories:       k.Categories,
 		}
+		if k.Unstructured {
+			// Custom resources name their group and version.
+			r.ResponseKind = &metav1.GroupVersionKind{Group: k.GVK.Group, Version: k.GVK.Version, Kind: k.GVK.Kind}
+		}
 		for _, sub := range subresources(k) {
+			rk := &metav1.GroupVersionKind{Kind: k.GVK.Kind}
+			switch {
+			case sub.kind != nil:
+				rk = &metav1.GroupVersionKind{Group: sub.kind.Group, Version: sub.kind.Version, Kind: sub.kind.Kind}
+			case k.Unstructured:
+				rk = r.ResponseKind
+			}
 			r.Subresources = append(r.Subresources, apidiscoveryv2.APISubresourceDiscovery{
 				Subresource:  sub.name,
-				ResponseKind: &metav1.GroupVersionKind{Kind: k.GVK.Kind},
+				ResponseKind: rk,
 				Verbs:        sub.verbs,
 			})
 		}
@@ -178,17 +200,24 @@ func resourceDiscovery(reg *registry.Snapshot, gv schema.GroupVersion) []apidisc
 type subresource struct {
 	name  string
 	verbs []string
+	// kind is the subresource's response kind when it is not the
+	// resource's (autoscaling/v1 Scale).
+	kind *schema.GroupVersionKind
 }
 
-// subresources returns k's subresources sorted by name, with the verbs
+// subresources returns k's subresources (finalize, status, scale), with the verbs
 // kube-apiserver advertises for them.
 func subresources(k *registry.Kind) []subresource {
 	var subs []subresource
 	if k.FinalizeSubresource {
-		subs = append(subs, subresource{"finalize", []string{"update"}})
+		subs = append(subs, subresource{"finalize", []string{"update"}, nil})
 	}
 	if k.StatusSubresource {
-		subs = append(subs, subresource{"status", []string{"get", "patch", "update"}})
+		subs = append(subs, subresource{"status", []string{"get", "patch", "update"}, nil})
+	}
+	if k.Scale != nil {
+		// After status, as kube-apiserver lists a custom resource's.
+		subs = append(subs, subresource{"scale", []string{"get", "patch", "update"}, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
 	}
 	return subs
 }

@@ -22,18 +22,24 @@ type fieldManagers struct {
 	tcOnce sync.Once
 	tc     managedfields.TypeConverter
 
-	// mu guards byKind.
+	// mu guards byKind and crTypes.
 	mu     sync.Mutex
 	byKind map[fmKey]*managedfields.FieldManager
+	// crTypes holds the type converter of each Unstructured kind, shared
+	// by its main resource's and subresources' field managers.
+	crTypes map[*registry.Kind]managedfields.TypeConverter
 }
 
 type fmKey struct {
 	gvk         schema.GroupVersionKind
 	subresource string
+	// kind tells apart kinds registered again with the same GVK (a
+	// changed CustomResourceDefinition).
+	kind *registry.Kind
 }
 
 func newFieldManagers() *fieldManagers {
-	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager)}
+	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager), crTypes: make(map[*registry.Kind]managedfields.TypeConverter)}
 }
 
 func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
@@ -41,9 +47,10 @@ func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
 	return f.tc
 }
 
-// get returns the field manager for k (subresource "" or "status").
+// get returns the field manager for k (subresource "", "status" or
+// "scale").
 func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfields.FieldManager, error) {
-	key := fmKey{k.GVK, subresource}
+	key := fmKey{k.GVK, subresource, k}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if fm, ok := f.byKind[key]; ok {
@@ -51,12 +58,16 @@ func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfield
 	}
 	var reset map[fieldpath.APIVersion]*fieldpath.Set
 	if k.StatusSubresource {
-		p := "status"
+		paths := []fieldpath.Path{fieldpath.MakePathOrDie("status")}
 		if subresource == "status" {
-			p = "spec"
+			paths = []fieldpath.Path{fieldpath.MakePathOrDie("spec")}
+			if k.Unstructured {
+				// The custom resource status strategy's reset fields.
+				paths = []fieldpath.Path{fieldpath.MakePathOrDie("metadata"), fieldpath.MakePathOrDie("spec")}
+			}
 		}
 		reset = map[fieldpath.APIVersion]*fieldpath.Set{
-			fieldpath.APIVersion(k.GVK.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie(p)),
+			fieldpath.APIVersion(k.GVK.GroupVersion().String()): fieldpath.NewSet(paths...),
 		}
 	}
 	var filters map[fieldpath.APIVersion]fieldpath.Filter
@@ -66,8 +77,14 @@ func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfield
 			filters[v] = fieldpath.NewExcludeSetFilter(s)
 		}
 	}
-	fm, err := managedfields.NewDefaultFieldManager(f.typeConverter(), registry.Scheme, registry.Scheme, registry.Scheme,
-		k.GVK, k.GVK.GroupVersion(), subresource, filters)
+	var fm *managedfields.FieldManager
+	var err error
+	if k.Unstructured {
+		fm, err = f.newCRFieldManager(k, subresource, filters)
+	} else {
+		fm, err = managedfields.NewDefaultFieldManager(f.typeConverter(), registry.Scheme, registry.Scheme, registry.Scheme,
+			k.GVK, k.GVK.GroupVersion(), subresource, filters)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create field manager for %s: %w", k.GVK, err)
 	}
@@ -97,4 +114,22 @@ func managerName(fieldManager, userAgent string) string {
 		s = s[:maxManagerLength]
 	}
 	return s
+}
+
+// newCRFieldManager is the field manager kube-apiserver's custom resource
+// handler builds: typed by the kind's schema, versions converted as
+// conversion None does, the kind's defaults applied to applied objects.
+// Called with f.mu held.
+func (f *fieldManagers) newCRFieldManager(k *registry.Kind, subresource string, filters map[fieldpath.APIVersion]fieldpath.Filter) (*managedfields.FieldManager, error) {
+	tc, ok := f.crTypes[k]
+	if !ok {
+		var err error
+		if tc, err = newCRTypeConverter(k); err != nil {
+			return nil, err
+		}
+		tc = boundedTypeConverter{tc}
+		f.crTypes[k] = tc
+	}
+	return managedfields.NewDefaultCRDFieldManager(tc, crConvertor{}, crDefaulter{k}, crCreator{},
+		k.GVK, k.GVK.GroupVersion(), subresource, filters)
 }

@@ -77,6 +77,10 @@ func (s *Server) serveResource(c echo.Context) error {
 		if !k.StatusSubresource {
 			return s.writeError(c, errNotFoundResource())
 		}
+	case "scale":
+		if k.Scale == nil {
+			return s.writeError(c, errNotFoundResource())
+		}
 	case "finalize":
 		if !k.FinalizeSubresource {
 			return s.writeError(c, errNotFoundResource())
@@ -95,8 +99,14 @@ func (s *Server) serveResource(c echo.Context) error {
 	if err := checkScope(k, ri); err != nil {
 		return s.writeError(c, err)
 	}
-	rep, ok := negotiateOutput(req.Header.Get("Accept"))
+	if k.DeprecationWarning != "" {
+		addWarnings(c, []string{k.DeprecationWarning})
+	}
+	rep, ok := negotiateOutputFor(req.Header.Get("Accept"), k.Unstructured)
 	if !ok {
+		if k.Unstructured {
+			return s.writeError(c, errNotAcceptableCR())
+		}
 		return s.writeError(c, errNotAcceptable())
 	}
 	r := &request{c: c, ri: ri, kind: k, rep: rep, kinds: kinds}
@@ -109,6 +119,9 @@ func (s *Server) serveResource(c echo.Context) error {
 	}
 	if !k.HasVerb(ri.Verb) {
 		return s.writeError(c, errMethodNotAllowed())
+	}
+	if ri.Subresource == "scale" {
+		return s.handleScale(r)
 	}
 	switch ri.Verb {
 	case "get":

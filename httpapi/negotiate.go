@@ -58,8 +58,20 @@ type acceptClause struct {
 // negotiateOutput picks the representation for an Accept header. ok is false
 // when nothing acceptable is offered (406).
 func negotiateOutput(accept string) (representation, bool) {
+	return negotiateOutputFor(accept, false)
+}
+
+// negotiateOutputFor is negotiateOutput for a kind; for Unstructured kinds
+// (custom resources) a clause asking for the object itself in Protobuf is
+// not acceptable, as kube-apiserver's custom resource handler restricts
+// it to JSON and YAML (RequestScope.StandardSerializers): the next clause
+// is tried.
+func negotiateOutputFor(accept string, unstructured bool) (representation, bool) {
 	for _, c := range acceptClauses(accept) {
 		if r, ok := matchClause(c); ok {
+			if unstructured && r.enc == encProtobuf && r.as == asObject {
+				continue
+			}
 			return r, true
 		}
 	}

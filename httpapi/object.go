@@ -72,6 +72,9 @@ const (
 // duplicate fields are errors under Strict and warnings under Warn (the
 // default), as in kube-apiserver.
 func (s *Server) decodeBody(k *registry.Kind, body []byte, enc encoding, validation string) (runtime.Object, []string, error) {
+	if k.Unstructured {
+		return s.decodeUnstructuredBody(k, body, enc, validation)
+	}
 	if enc == encJSON {
 		if obj, ok := decodeCleanJSON(body, k.GVK, k.New); ok {
 			obj.GetObjectKind().SetGroupVersionKind(k.GVK)
@@ -162,11 +165,23 @@ func summarizeData(data []byte, maxLength int) string {
 // stored in another version.
 func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
 	if k.FromStorage != nil {
+		var key servedKey
+		if k.Unstructured {
+			// See servedCache. The result is shared and read-only.
+			key = servedKeyOf(k, value)
+			if b := served.get(key); b != nil {
+				return b, nil
+			}
+		}
 		obj, err := k.DecodeStored(value)
 		if err != nil {
 			return nil, err
 		}
-		return json.Marshal(obj)
+		b, err := json.Marshal(obj)
+		if err == nil && k.Unstructured {
+			served.put(key, b)
+		}
+		return b, err
 	}
 	return spliceTypeMeta(nil, k.GVK, value), nil
 }
@@ -192,6 +207,11 @@ func spliceTypeMeta(dst []byte, gvk schema.GroupVersionKind, value []byte) []byt
 // itemJSON returns the JSON of a stored object as a list item (no kind or
 // apiVersion).
 func itemJSON(k *registry.Kind, value []byte) ([]byte, error) {
+	if k.Unstructured {
+		// Custom resource list items keep kind and apiVersion, as
+		// kube-apiserver's UnstructuredList encodes them.
+		return objectJSON(k, value)
+	}
 	if k.FromStorage == nil {
 		return value, nil
 	}

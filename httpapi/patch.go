@@ -41,8 +41,15 @@ func (s *Server) handlePatch(r *request) error {
 	mt, _, _ := mime.ParseMediaType(c.Request().Header.Get("Content-Type"))
 	pt := types.PatchType(mt)
 	switch pt {
-	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType, types.ApplyYAMLPatchType:
+	case types.JSONPatchType, types.MergePatchType, types.ApplyYAMLPatchType:
+	case types.StrategicMergePatchType:
+		if r.kind.Unstructured {
+			return s.writeError(c, errUnsupportedPatchTypeCR())
+		}
 	default:
+		if r.kind.Unstructured {
+			return s.writeError(c, errUnsupportedPatchTypeCR())
+		}
 		return s.writeError(c, errUnsupportedPatchType())
 	}
 	opts, err := parseWriteOptions(c.Request().URL.Query(), "PatchOptions", pt)
@@ -59,7 +66,7 @@ func (s *Server) handlePatch(r *request) error {
 	var warnings []string
 	manager := managerName(opts.fieldManager, c.Request().UserAgent())
 	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(cur runtime.Object) (runtime.Object, error) {
-		obj, w, err := s.applyPatch(pt, patch, cur, opts.fieldValidation)
+		obj, w, err := s.applyPatchKind(r.kind, pt, patch, cur, opts.fieldValidation)
 		warnings = w
 		if err == nil {
 			normalize(r.kind, obj)
@@ -77,6 +84,12 @@ func (s *Server) handlePatch(r *request) error {
 // kube-apiserver's patcher does, including its error codes and its
 // handling of unknown fields per fieldValidation.
 func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object, validation string) (runtime.Object, []string, error) {
+	return s.applyPatchKind(nil, pt, patch, cur, validation)
+}
+
+// applyPatchKind is applyPatch for an object of kind k; k nil means a
+// typed object of the Scheme.
+func (s *Server) applyPatchKind(k *registry.Kind, pt types.PatchType, patch []byte, cur runtime.Object, validation string) (runtime.Object, []string, error) {
 	kind := s.kindOf(cur)
 	curJS, err := json.Marshal(cur)
 	if err != nil {
@@ -128,6 +141,9 @@ func (s *Server) applyPatch(pt types.PatchType, patch []byte, cur runtime.Object
 		}
 	case types.StrategicMergePatchType:
 		return s.strategicPatch(kind, patch, cur, validation)
+	}
+	if k != nil && k.Unstructured {
+		return decodeUnstructuredPatched(k, patchedJS, strictErrs, validation, func() string { return string(patchedJS) })
 	}
 	return s.decodePatched(kind, patchedJS, strictErrs, validation, func() string { return string(patchedJS) })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -230,6 +231,9 @@ func (s *Server) beforeUpdate(ctx context.Context, r *request, obj, old runtime.
 	if c, ok := k.Strategy.(registry.Canonicalizer); ok {
 		c.Canonicalize(obj)
 	}
+	if ws, ok := k.Strategy.(registry.WarningStrategy); ok && subresource == "" && r.c != nil {
+		addWarnings(r.c, ws.WarningsOnUpdate(obj, old))
+	}
 	// A write that changes nothing keeps managedFields' times too.
 	if equality.Semantic.DeepEqual(stripManagedTimes(obj), stripManagedTimes(old)) {
 		registry.Accessor(obj).SetManagedFields(om.GetManagedFields())
@@ -294,9 +298,13 @@ func (s *Server) writeUpdateResult(r *request, res updateResult, dryRun bool) er
 	return s.writeStored(r.c, http.StatusOK, r.rep, r.kind, res.stored.Value)
 }
 
-// addWarnings adds one Warning header per message, as kube-apiserver does.
+// addWarnings adds one Warning header per message, as kube-apiserver does;
+// a message already sent (a retried update's) is not repeated.
 func addWarnings(c echo.Context, warnings []string) {
+	hdr := c.Response().Header()
 	for _, h := range warningHeaders(warnings) {
-		c.Response().Header().Add("Warning", h)
+		if !slices.Contains(hdr.Values("Warning"), h) {
+			hdr.Add("Warning", h)
+		}
 	}
 }

@@ -1,8 +1,10 @@
 // Package registry describes the kinds edgeapi serves. A kind is data: its
 // group, version, resource names, scope, verbs, strategy hooks (defaulting,
 // validation), table columns and field-selector attributes. The HTTP layer
-// serves every kind through the same handlers; built-in kinds and, later,
-// CRD kinds differ only in the Kind value they register.
+// serves every kind through the same handlers; built-in kinds (typed Go
+// objects of k8s.io/api) and custom resource kinds (unstructured JSON,
+// built by CustomResourceKinds from a CustomResourceDefinition) differ
+// only in the Kind value they register.
 package registry
 
 import (
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
 // Kind is one resource served at one group/version.
@@ -148,6 +151,49 @@ type Kind struct {
 	// LoadState rebuilds the kind's side state from every stored object,
 	// at start before any request is served.
 	LoadState func(objs []runtime.Object) error
+
+	// Unstructured marks kinds whose objects are
+	// *unstructured.Unstructured (custom resources; see
+	// CustomResourceKinds). They are decoded by DecodeJSON, never by the
+	// Scheme; list items carry kind and apiVersion, as kube-apiserver's
+	// custom resource lists do; Protobuf is refused (406) and strategic
+	// merge patch too (415); server-side apply types objects with
+	// ApplySchema.
+	Unstructured bool
+	// DecodeJSON decodes a JSON document of the served version into a new
+	// object, as kube-apiserver's decoder for the kind does (custom
+	// resources: pruning, ObjectMeta coercion, defaulting). gvk is the
+	// document's kind, for error messages; strictErrs are its duplicate
+	// fields and, when strict, the unknown fields pruning dropped (the
+	// fieldValidation directive decides what they become). err means the
+	// document does not decode. Set for Unstructured kinds.
+	DecodeJSON func(data []byte, strict bool) (obj runtime.Object, gvk *schema.GroupVersionKind, strictErrs []error, err error)
+	// ApplySchema returns the OpenAPI schema of an Unstructured kind's
+	// objects, whose metadata refers to
+	// io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta; server-side apply
+	// builds its structured-merge-diff type from it (once per kind, on
+	// first use). Nil, or a nil result: types are deduced from the
+	// objects.
+	ApplySchema func() *spec.Schema
+	// PreserveUnknownFields is the CRD's spec.preserveUnknownFields: apply
+	// keeps fields its schema does not know.
+	PreserveUnknownFields bool
+	// Scale, when set, is the kind's "scale" subresource (custom resources
+	// with subresources.scale): an autoscaling/v1 Scale over these paths
+	// of the object.
+	Scale *ScaleSubresource
+	// DeprecationWarning, when set, is sent as a Warning header with every
+	// answer about the kind (a deprecated custom resource version).
+	DeprecationWarning string
+}
+
+// ScaleSubresource is a custom resource's subresources.scale: the
+// dot-separated paths of its spec and status replicas and of its label
+// selector (may be empty).
+type ScaleSubresource struct {
+	SpecReplicasPath   string
+	StatusReplicasPath string
+	LabelSelectorPath  string
 }
 
 // FinishFunc ends what a BeginCreate or BeginUpdate started: success
@@ -416,6 +462,12 @@ func (s *Snapshot) HasGroup(group string) bool {
 // object of the kind, or of its list ("*core.ConfigMap",
 // "*core.ConfigMapList").
 func (k *Kind) InternalTypeName(list bool) string {
+	if k.Unstructured {
+		if list {
+			return "*unstructured.UnstructuredList"
+		}
+		return "*unstructured.Unstructured"
+	}
 	name := k.GVK.Kind
 	if list {
 		name = k.ListKind

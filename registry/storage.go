@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -27,6 +28,9 @@ func (k *Kind) EncodeStorage(obj runtime.Object) ([]byte, error) {
 	}
 	// kind, apiVersion and resourceVersion are left out: the first two are
 	// spliced in on the way out, the store stamps the last.
+	if u, isU := obj.(*unstructured.Unstructured); isU {
+		return encodeStoredUnstructured(u)
+	}
 	ok := obj.GetObjectKind()
 	gvk := ok.GroupVersionKind()
 	ok.SetGroupVersionKind(schema.GroupVersionKind{})
@@ -46,6 +50,17 @@ func (k *Kind) EncodeStorage(obj runtime.Object) ([]byte, error) {
 // with kind and apiVersion set.
 func (k *Kind) DecodeStored(value []byte) (runtime.Object, error) {
 	var obj runtime.Object
+	if k.Unstructured {
+		u, err := decodeStoredUnstructured(value)
+		if err != nil {
+			return nil, fmt.Errorf("decode stored object: %w", err)
+		}
+		u.SetGroupVersionKind(k.GVK)
+		if k.FromStorage == nil {
+			return u, nil
+		}
+		return k.FromStorage(u)
+	}
 	if k.FromStorage != nil {
 		o, err := Scheme.New(k.StorageGVK)
 		if err != nil {
@@ -65,6 +80,33 @@ func (k *Kind) DecodeStored(value []byte) (runtime.Object, error) {
 	}
 	obj.GetObjectKind().SetGroupVersionKind(k.GVK)
 	return obj, nil
+}
+
+// encodeStoredUnstructured is EncodeStorage for a custom resource: its
+// content without kind, apiVersion and metadata.resourceVersion.
+func encodeStoredUnstructured(u *unstructured.Unstructured) ([]byte, error) {
+	m := make(map[string]interface{}, len(u.Object))
+	for k, v := range u.Object {
+		if k != "kind" && k != "apiVersion" {
+			m[k] = v
+		}
+	}
+	if md, ok := u.Object["metadata"].(map[string]interface{}); ok {
+		if _, has := md["resourceVersion"]; has {
+			c := make(map[string]interface{}, len(md))
+			for k, v := range md {
+				if k != "resourceVersion" {
+					c[k] = v
+				}
+			}
+			m["metadata"] = c
+		}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode object: %w", err)
+	}
+	return b, nil
 }
 
 // Accessor returns obj's metadata accessor; every registered kind has one.

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/edgeapi/edgeapi/registry"
+)
+
+// TestNegotiateOutputFor: custom resources skip a clause asking for the
+// object in Protobuf, and take the next acceptable one; conversions to
+// meta.k8s.io types stay acceptable in Protobuf; built-ins keep Protobuf.
+func TestNegotiateOutputFor(t *testing.T) {
+	tests := []struct {
+		accept       string
+		unstructured bool
+		wantOK       bool
+		want         representation
+	}{
+		{"application/vnd.kubernetes.protobuf", false, true, representation{enc: encProtobuf}},
+		{"application/vnd.kubernetes.protobuf", true, false, representation{}},
+		{"application/vnd.kubernetes.protobuf, application/json", true, true, representation{enc: encJSON}},
+		{"application/vnd.kubernetes.protobuf;q=1, application/yaml;q=0.5", true, true, representation{enc: encYAML}},
+		{"application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1", true, true,
+			representation{enc: encProtobuf, as: asPartialObjectMetadata, metaVersion: "v1"}},
+		{"", true, true, representation{}},
+	}
+	for _, tt := range tests {
+		got, ok := negotiateOutputFor(tt.accept, tt.unstructured)
+		if ok != tt.wantOK || got != tt.want {
+			t.Errorf("negotiateOutputFor(%q, %v) = %+v, %v; want %+v, %v", tt.accept, tt.unstructured, got, ok, tt.want, tt.wantOK)
+		}
+	}
+}
+
+// testCRKind returns the v1 CronTab kind of e2e/testdata/crds.yaml.
+func testCRKind(t *testing.T) *registry.Kind {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "e2e", "testdata", "crds.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, _ := strings.Cut(string(b), "\n---\n")
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal([]byte(doc), &crd); err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := registry.CustomResourceKinds(&crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kinds[0]
+}
+
+// TestObjectJSON_ServedCache: a custom resource read through FromStorage
+// (defaults on read) is served from the cache the second time, with the
+// same bytes; another stored value is not confused with it.
+func TestObjectJSON_ServedCache(t *testing.T) {
+	k := testCRKind(t)
+	if k.FromStorage == nil {
+		t.Fatal("the CronTab kind has no FromStorage; the test needs one")
+	}
+	value := []byte(`{"metadata":{"name":"a","resourceVersion":"5"},"spec":{"image":"i"}}`)
+	first, err := objectJSON(k, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","resourceVersion":"5"},"spec":{"image":"i","minReplicas":0,"mode":"Slow","replicas":1}}`
+	if string(first) != want {
+		t.Errorf("objectJSON = %s, want %s (defaults applied on read)", first, want)
+	}
+	if cached := served.get(servedKeyOf(k, value)); string(cached) != want {
+		t.Errorf("cache holds %q, want the served JSON", cached)
+	}
+	second, _ := objectJSON(k, value)
+	if &second[0] != &first[0] {
+		t.Errorf("second objectJSON did not come from the cache")
+	}
+	other, _ := objectJSON(k, []byte(`{"metadata":{"name":"a","resourceVersion":"6"},"spec":{"image":"i"}}`))
+	if string(other) == want {
+		t.Errorf("another stored value was served as the first")
+	}
+}
+
+func TestServedCache_Bound(t *testing.T) {
+	c := &servedCache{entries: map[servedKey][]byte{}}
+	big := make([]byte, servedCacheMaxObject)
+	n := 0
+	for c.bytes+len(big) <= servedCacheBytes {
+		c.put(servedKey{n: n}, big)
+		n++
+	}
+	if c.get(servedKey{n: 0}) == nil {
+		t.Fatal("an entry is missing before the cache is full")
+	}
+	c.put(servedKey{n: n}, big)
+	if c.get(servedKey{n: 0}) != nil || c.get(servedKey{n: n}) == nil || c.bytes != len(big) {
+		t.Errorf("over the bound: cache not emptied before the new entry (bytes %d)", c.bytes)
+	}
+	c.put(servedKey{n: -1}, make([]byte, servedCacheMaxObject+1))
+	if c.get(servedKey{n: -1}) != nil {
+		t.Errorf("an object over servedCacheMaxObject was cached")
+	}
+}

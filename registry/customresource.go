@@ -1,0 +1,874 @@
+package registry
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"sync"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	structurallisttype "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
+	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
+	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/common"
+	"k8s.io/client-go/util/jsonpath"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	kjson "sigs.k8s.io/json"
+)
+
+// This file builds the kinds of a CustomResourceDefinition: one Kind per
+// served version, whose objects are *unstructured.Unstructured. The steps
+// kube-apiserver's apiextensions-apiserver takes for custom resources
+// (pkg/apiserver/customresource_handler.go and
+// pkg/registry/customresource) are reproduced over its leaf packages:
+// structural schemas, pruning, defaulting, object-meta coercion,
+// list-type and OpenAPI validation, and CEL rules
+// (x-kubernetes-validations).
+
+// objectMetaRef is the OpenAPI name of ObjectMeta, which the apply schema
+// of a custom resource refers to for metadata.
+const objectMetaRef = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+// CustomResourceKinds returns one Kind per served version of crd, in the
+// order of spec.versions. Objects are stored in the storage version; as
+// conversion strategy None only rewrites apiVersion, which stored objects
+// leave out, every version reads and writes the same stored bytes. crd is
+// not modified: defaults (conversion None, listKind, singular) are applied
+// to a copy, as the API server would have stored them. With conversion
+// strategy Webhook the storage version is served, and every read or write
+// through another version fails with a clear error: no webhook is called.
+func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind, error) {
+	crd = crd.DeepCopy()
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	webhook := false
+	if c := crd.Spec.Conversion; c != nil {
+		switch c.Strategy {
+		case apiextensionsv1.NoneConverter:
+		case apiextensionsv1.WebhookConverter:
+			webhook = true
+		default:
+			return nil, fmt.Errorf("custom resource %s: conversion strategy %q is not supported", crd.Name, c.Strategy)
+		}
+	}
+	var storage string
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			if storage != "" {
+				return nil, fmt.Errorf("custom resource %s: more than one storage version", crd.Name)
+			}
+			storage = v.Name
+		}
+	}
+	if storage == "" {
+		return nil, fmt.Errorf("custom resource %s: no storage version", crd.Name)
+	}
+	schemas := map[string]*crSchema{}
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		s, err := newCRSchema(crd, v)
+		if err != nil {
+			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
+		}
+		schemas[v.Name] = s
+	}
+	names := crd.Spec.Names
+	namespaced := crd.Spec.Scope == apiextensionsv1.NamespaceScoped
+	storageResource := names.Plural + "." + crd.Spec.Group
+	storageGVK := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: names.Kind}
+	var kinds []*Kind
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		if !v.Served {
+			continue
+		}
+		gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: names.Kind}
+		s := schemas[v.Name]
+		st := schemas[storage]
+		cols, err := newCRColumns(v.AdditionalPrinterColumns)
+		if err != nil {
+			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
+		}
+		selectable, err := newSelectableFields(v.SelectableFields)
+		if err != nil {
+			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
+		}
+		keys := []string{"metadata.name"}
+		if namespaced {
+			keys = append(keys, "metadata.namespace")
+		}
+		for _, f := range selectable {
+			keys = append(keys, f.name)
+		}
+		strategy := &crStrategy{gvk: gvk, namespaced: namespaced, schema: s}
+		if v.Subresources != nil {
+			strategy.status = v.Subresources.Status != nil
+			strategy.scale = v.Subresources.Scale
+		}
+		k := &Kind{
+			GVK:               gvk,
+			Resource:          names.Plural,
+			Singular:          names.Singular,
+			ListKind:          names.ListKind,
+			Namespaced:        namespaced,
+			ShortNames:        names.ShortNames,
+			Categories:        names.Categories,
+			Verbs:             verbsCustomResource,
+			StatusSubresource: strategy.status,
+			StorageResource:   storageResource,
+			StorageGVK:        storageGVK,
+			Unstructured:      true,
+			New: func() runtime.Object {
+				u := &unstructured.Unstructured{Object: map[string]interface{}{}}
+				u.SetGroupVersionKind(gvk)
+				return u
+			},
+			NewList: func() runtime.Object {
+				l := &unstructured.UnstructuredList{Object: map[string]interface{}{}}
+				l.SetGroupVersionKind(gvk.GroupVersion().WithKind(names.ListKind))
+				return l
+			},
+			Strategy:          strategy,
+			TableColumns:      cols.headers,
+			TableRow:          cols.row,
+			FieldSet:          func(obj runtime.Object) fields.Set { return crFieldSet(obj, namespaced, selectable) },
+			FieldSelectorKeys: keys,
+			UnknownFieldLabel: fieldLabelNotSupported,
+			DecodeJSON: func(data []byte, strict bool) (runtime.Object, *schema.GroupVersionKind, []error, error) {
+				return s.decode(data, gvk, strict)
+			},
+			NormalizeOnDecode:     s.defaulter(gvk),
+			ApplySchema:           func() *spec.Schema { return s.applySchema(gvk) },
+			PreserveUnknownFields: crd.Spec.PreserveUnknownFields,
+		}
+		if sc := strategy.scale; sc != nil {
+			k.Scale = &ScaleSubresource{SpecReplicasPath: sc.SpecReplicasPath, StatusReplicasPath: sc.StatusReplicasPath}
+			if sc.LabelSelectorPath != nil {
+				k.Scale.LabelSelectorPath = *sc.LabelSelectorPath
+			}
+		}
+		if v.Deprecated {
+			if v.DeprecationWarning != nil {
+				k.DeprecationWarning = *v.DeprecationWarning
+			} else {
+				k.DeprecationWarning = defaultDeprecationWarning(v.Name, crd.Spec)
+			}
+		}
+		if webhook && v.Name != storage {
+			// No webhook is called: reading or writing another version
+			// than the storage version fails, as kube-apiserver's
+			// answers when its conversion webhook fails (500).
+			convErr := fmt.Errorf("conversion webhook for %s failed: edgeapi does not call conversion webhooks", gvk)
+			k.ToStorage = func(runtime.Object) (runtime.Object, error) { return nil, convErr }
+			k.FromStorage = func(runtime.Object) (runtime.Object, error) { return nil, convErr }
+		} else if st.hasDefaults || len(crd.Spec.Versions) > 1 {
+			// Read from storage as kube-apiserver's storage codec does:
+			// pruning to the storage version's schema and its defaults
+			// (objects written through another version, or before the
+			// schema changed), then pruning to the served version's.
+			// Kinds without defaults and with one version skip this:
+			// what they stored went through the same steps.
+			prune := !crd.Spec.PreserveUnknownFields
+			served := v.Name
+			k.FromStorage = func(obj runtime.Object) (runtime.Object, error) {
+				u, ok := obj.(*unstructured.Unstructured)
+				if !ok {
+					return nil, fmt.Errorf("%s: unexpected object %T", gvk.Kind, obj)
+				}
+				if st.structural != nil {
+					if prune {
+						structuralpruning.Prune(u.Object, st.structural, true)
+					}
+					structuraldefaulting.Default(u.Object, st.structural)
+				}
+				if served != storage && s.structural != nil && prune {
+					structuralpruning.Prune(u.Object, s.structural, true)
+				}
+				u.SetGroupVersionKind(gvk)
+				return u, nil
+			}
+		}
+		kinds = append(kinds, k)
+	}
+	return kinds, nil
+}
+
+// verbsCustomResource are a custom resource's verbs in the order
+// kube-apiserver's discovery lists them (unsorted, unlike the built-ins').
+var verbsCustomResource = []string{"delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"}
+
+// defaultDeprecationWarning is kube-apiserver's warning for a deprecated
+// version without deprecationWarning: it names the newest served version
+// that is not deprecated, if any is newer.
+func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomResourceDefinitionSpec) string {
+	msg := fmt.Sprintf("%s/%s %s is deprecated", spec.Group, deprecated, spec.Names.Kind)
+	best := ""
+	for _, v := range spec.Versions {
+		if !v.Served || v.Deprecated || version.CompareKubeAwareVersionStrings(deprecated, v.Name) >= 0 {
+			continue
+		}
+		if best == "" || version.CompareKubeAwareVersionStrings(v.Name, best) > 0 {
+			best = v.Name
+		}
+	}
+	if best == "" {
+		return msg
+	}
+	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, best, spec.Names.Kind)
+}
+
+// crSchema is what one version's OpenAPI schema gives: the structural
+// schema (pruning, defaulting, list types, embedded objects), the OpenAPI
+// validators of the object and of its status, and the CEL rules.
+type crSchema struct {
+	// structural is nil when the version has no schema (only possible
+	// with spec.preserveUnknownFields, which v1 forbids).
+	structural      *structuralschema.Structural
+	validator       apiservervalidation.SchemaValidator
+	statusValidator apiservervalidation.SchemaValidator
+	preserveUnknown bool
+	hasDefaults     bool
+
+	// celOnce compiles the CEL rules on first use: a CEL environment
+	// takes about 100 KB, which kinds whose objects are never written
+	// need not pay.
+	celOnce sync.Once
+	cel     *cel.Validator
+}
+
+// celValidator returns the compiled x-kubernetes-validations rules, nil
+// when there are none.
+func (s *crSchema) celValidator() *cel.Validator {
+	s.celOnce.Do(func() {
+		if s.structural != nil {
+			s.cel = cel.NewValidator(s.structural, true, celconfig.PerCallLimit)
+		}
+	})
+	return s.cel
+}
+
+func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*crSchema, error) {
+	s := &crSchema{preserveUnknown: crd.Spec.PreserveUnknownFields}
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		if !crd.Spec.PreserveUnknownFields {
+			return nil, fmt.Errorf("schema.openAPIV3Schema is required")
+		}
+		return s, nil
+	}
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+		return nil, fmt.Errorf("convert schema: %w", err)
+	}
+	st, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, fmt.Errorf("schema is not structural: %w", err)
+	}
+	if errs := structuralschema.ValidateStructural(field.NewPath("openAPIV3Schema"), st); len(errs) > 0 {
+		return nil, fmt.Errorf("schema is not structural: %v", errs.ToAggregate())
+	}
+	st = st.DeepCopy()
+	if err := structuraldefaulting.PruneDefaults(st); err != nil {
+		return nil, fmt.Errorf("prune defaults: %w", err)
+	}
+	s.structural = st
+	s.hasDefaults = hasDefaults(st)
+	if s.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
+		return nil, fmt.Errorf("schema validator: %w", err)
+	}
+	if status, ok := internal.Properties["status"]; ok {
+		if s.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&status); err != nil {
+			return nil, fmt.Errorf("status schema validator: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// hasDefaults reports whether any node of s has a default.
+func hasDefaults(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	if s.Items != nil && hasDefaults(s.Items) {
+		return true
+	}
+	if s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(&p) {
+			return true
+		}
+	}
+	return false
+}
+
+// decode decodes a JSON document into an object of gvk as kube-apiserver's
+// decoder for custom resources does: duplicate fields, and with strict the
+// fields pruning drops (`unknown field "spec.x"`), are strict errors;
+// ObjectMeta is coerced; then the schema's defaults are applied. The
+// returned kind is the document's (for error messages); err words what
+// kube-apiserver's decoder reports for a body that does not decode.
+func (s *crSchema) decode(data []byte, gvk schema.GroupVersionKind, strict bool) (runtime.Object, *schema.GroupVersionKind, []error, error) {
+	m := map[string]interface{}{}
+	var strictErrs []error
+	var err error
+	if strict {
+		strictErrs, err = kjson.UnmarshalStrict(data, &m)
+	} else {
+		err = kjson.UnmarshalCaseSensitivePreserveInts(data, &m)
+	}
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if m == nil {
+		m = map[string]interface{}{}
+	}
+	u := &unstructured.Unstructured{Object: m}
+	actual := u.GroupVersionKind()
+	if _, ok := m["kind"].(string); !ok || actual.Kind == "" {
+		return nil, &actual, nil, fmt.Errorf("Object 'Kind' is missing in '%s'", data)
+	}
+	unknown, err := s.coerce(u, gvk, strict)
+	if err != nil {
+		return nil, &actual, nil, err
+	}
+	for _, p := range unknown {
+		strictErrs = append(strictErrs, fmt.Errorf("unknown field %q", p))
+	}
+	return u, &actual, strictErrs, nil
+}
+
+// defaulter returns the kind's NormalizeOnDecode: the schema's defaults,
+// for objects of gvk's group and kind (kube-apiserver's
+// unstructuredDefaulter). Nil without defaults.
+func (s *crSchema) defaulter(gvk schema.GroupVersionKind) func(runtime.Object) {
+	if !s.hasDefaults {
+		return nil
+	}
+	return func(obj runtime.Object) {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok || u.GroupVersionKind().GroupKind() != gvk.GroupKind() {
+			return
+		}
+		structuraldefaulting.Default(u.Object, s.structural)
+	}
+}
+
+// coerce is apiextensions-apiserver's unstructuredSchemaCoercer.apply for
+// a request: it prunes fields the schema does not know (returning their
+// paths when track is set), drops nulls the schema does not allow, and
+// coerces ObjectMeta (and that of embedded resources).
+func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionKind, track bool) ([]string, error) {
+	kind, foundKind, err := unstructured.NestedString(u.Object, "kind")
+	if err != nil {
+		return nil, err
+	}
+	apiVersion, foundAPIVersion, err := unstructured.NestedString(u.Object, "apiVersion")
+	if err != nil {
+		return nil, err
+	}
+	objectMeta, foundObjectMeta, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{
+		ReturnUnknownFieldPaths: track,
+	})
+	if err != nil {
+		return nil, err
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, err
+	}
+	if gv.Group == gvk.Group && kind == gvk.Kind && s.structural != nil {
+		if !s.preserveUnknown {
+			unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
+		}
+		ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, s.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
+		if ferr != nil {
+			return nil, ferr
+		}
+		unknown = append(unknown, paths...)
+	}
+	if foundKind {
+		u.SetKind(kind)
+	}
+	if foundAPIVersion {
+		u.SetAPIVersion(apiVersion)
+	}
+	if foundObjectMeta {
+		if err := schemaobjectmeta.SetObjectMeta(u.Object, objectMeta); err != nil {
+			return nil, err
+		}
+	}
+	return unknown, nil
+}
+
+// applySchema returns the OpenAPI schema server-side apply types objects
+// with: the structural schema, with apiVersion and kind strings and
+// metadata a reference to ObjectMeta, as kube-apiserver's OpenAPI builder
+// gives it. Nil without a schema (apply then deduces types).
+func (s *crSchema) applySchema(gvk schema.GroupVersionKind) *spec.Schema {
+	if s.structural == nil {
+		return nil
+	}
+	out := s.structural.ToKubeOpenAPI()
+	if out.Properties == nil {
+		out.Properties = map[string]spec.Schema{}
+	}
+	out.Properties["apiVersion"] = *spec.StringProperty()
+	out.Properties["kind"] = *spec.StringProperty()
+	out.Properties["metadata"] = *spec.RefSchema("#/definitions/" + objectMetaRef)
+	out.AddExtension("x-kubernetes-group-version-kind", []interface{}{
+		map[string]interface{}{"group": gvk.Group, "version": gvk.Version, "kind": gvk.Kind},
+	})
+	return out
+}
+
+// crStrategy is apiextensions-apiserver's customResourceStrategy and its
+// status strategy, for one version.
+type crStrategy struct {
+	gvk        schema.GroupVersionKind
+	namespaced bool
+	schema     *crSchema
+	status     bool
+	scale      *apiextensionsv1.CustomResourceSubresourceScale
+}
+
+var (
+	_ StatusStrategy  = (*crStrategy)(nil)
+	_ WarningStrategy = (*crStrategy)(nil)
+)
+
+// PrepareForCreate drops status when the status subresource is on and
+// sets generation 1.
+func (c *crStrategy) PrepareForCreate(obj runtime.Object) {
+	u := obj.(*unstructured.Unstructured)
+	if c.status {
+		delete(u.Object, "status")
+	}
+	u.SetGeneration(1)
+}
+
+// PrepareForUpdate keeps the stored status when the status subresource is
+// on, and bumps generation when anything but metadata changed.
+func (c *crStrategy) PrepareForUpdate(obj, old runtime.Object) {
+	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	if c.status {
+		_, inNew := u.Object["status"]
+		oldStatus, inOld := o.Object["status"]
+		switch {
+		case inOld:
+			u.Object["status"] = oldStatus
+		case inNew:
+			delete(u.Object, "status")
+		}
+	}
+	if !apiequality.Semantic.DeepEqual(withoutMetadata(u.Object), withoutMetadata(o.Object)) {
+		u.SetGeneration(o.GetGeneration() + 1)
+	}
+}
+
+func withoutMetadata(m map[string]interface{}) map[string]interface{} {
+	out := make(map[string]interface{}, len(m))
+	for k, v := range m {
+		if k != "metadata" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// PrepareForStatusUpdate keeps everything but status (managedFields
+// included, which field management already computed) from old.
+func (c *crStrategy) PrepareForStatusUpdate(obj, old runtime.Object) {
+	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	status, ok := u.Object["status"]
+	mf := u.GetManagedFields()
+	*u = *o.DeepCopy()
+	u.SetManagedFields(mf)
+	if ok {
+		u.Object["status"] = status
+	} else {
+		delete(u.Object, "status")
+	}
+}
+
+func (c *crStrategy) AllowUnconditionalUpdate() bool { return false }
+
+func (c *crStrategy) NameValidator() func(string, bool) []string {
+	return withPathSegment(apimachineryvalidation.NameIsDNSSubdomain)
+}
+
+// Validate is the strategy's Validate followed, when it passes, by
+// rest.BeforeCreate's generic object-meta check.
+func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
+	u := obj.(*unstructured.Unstructured)
+	errs := c.validateTypeMeta(u)
+	if len(errs) == 0 {
+		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessor(u, c.namespaced, apimachineryvalidation.NameIsDNSSubdomain, metadataPath)...)
+		if c.schema.validator != nil {
+			errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, c.schema.validator)...)
+		}
+		errs = append(errs, c.validateScaleSpec(u)...)
+		errs = append(errs, c.validateScaleStatus(u)...)
+	}
+	if st := c.schema.structural; st != nil {
+		errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st, false)...)
+		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
+	}
+	errs = append(errs, c.validateCEL(u.Object, nil, errs, nil)...)
+	return withGenericCreate(errs, obj, c.namespaced)
+}
+
+// ValidateUpdate is the strategy's ValidateUpdate (the HTTP layer puts
+// ValidateGenericUpdate first).
+func (c *crStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
+	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	// Ratcheting (CRDValidationRatcheting, GA and locked on): a value the
+	// update leaves unchanged is not refused for breaking the schema.
+	correlated := c.correlate(u, o)
+	errs := c.validateTypeMeta(u)
+	if len(errs) == 0 {
+		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
+		if c.schema.validator != nil {
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, o.Object, c.schema.validator,
+				apiservervalidation.WithRatcheting(correlated))...)
+		}
+		errs = append(errs, c.validateScaleSpec(u)...)
+		errs = append(errs, c.validateScaleStatus(u)...)
+	}
+	if st := c.schema.structural; st != nil {
+		errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st, false)...)
+		// Ratcheting: a list that was already invalid may stay so.
+		if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, o.Object); len(oldErrs) == 0 {
+			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
+		}
+	}
+	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
+	return errs
+}
+
+// correlate pairs the new object with the old for ratcheting.
+func (c *crStrategy) correlate(u, o *unstructured.Unstructured) *common.CorrelatedObject {
+	return common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: c.schema.structural})
+}
+
+// ValidateStatusUpdate validates a status write against the status schema.
+func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
+	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
+	correlated := c.correlate(u, o)
+	errs := c.validateTypeMeta(u)
+	if len(errs) == 0 {
+		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
+		if status, ok := u.Object["status"]; ok && c.schema.statusValidator != nil {
+			var opts []apiservervalidation.ValidationOption
+			if c.schema.structural != nil {
+				opts = append(opts, apiservervalidation.WithRatcheting(correlated.Key("status")))
+			}
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], c.schema.statusValidator, opts...)...)
+		}
+		errs = append(errs, c.validateScaleStatus(u)...)
+	}
+	if st := c.schema.structural; st != nil {
+		if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object); len(newErrs) > 0 {
+			if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, o.Object); len(oldErrs) == 0 {
+				errs = append(errs, newErrs...)
+			}
+		}
+	}
+	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
+	return errs
+}
+
+// validateCEL evaluates the x-kubernetes-validations rules, unless errs
+// holds an error that makes them unsafe to run (kube-apiserver's
+// hasBlockingErr), within kube-apiserver's runtime cost budget.
+func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
+	v := c.schema.celValidator()
+	if v == nil {
+		return nil
+	}
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return field.ErrorList{field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")}
+		}
+	}
+	var oldObj interface{}
+	if old != nil {
+		oldObj = old
+	}
+	var opts []cel.Option
+	if correlated != nil {
+		opts = append(opts, cel.WithRatcheting(correlated))
+	}
+	celErrs, _ := v.Validate(context.Background(), nil, c.schema.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	return celErrs
+}
+
+func (c *crStrategy) validateTypeMeta(u *unstructured.Unstructured) field.ErrorList {
+	var errs field.ErrorList
+	if k := u.GetKind(); k != c.gvk.Kind {
+		errs = append(errs, field.Invalid(field.NewPath("kind"), k, fmt.Sprintf("must be %v", c.gvk.Kind)))
+	}
+	if v := u.GetAPIVersion(); v != c.gvk.Group+"/"+c.gvk.Version {
+		errs = append(errs, field.Invalid(field.NewPath("apiVersion"), v, fmt.Sprintf("must be %v", c.gvk.Group+"/"+c.gvk.Version)))
+	}
+	return errs
+}
+
+func (c *crStrategy) validateScaleSpec(u *unstructured.Unstructured) field.ErrorList {
+	if c.scale == nil {
+		return nil
+	}
+	return validateReplicas(u, c.scale.SpecReplicasPath)
+}
+
+func (c *crStrategy) validateScaleStatus(u *unstructured.Unstructured) field.ErrorList {
+	if c.scale == nil {
+		return nil
+	}
+	errs := validateReplicas(u, c.scale.StatusReplicasPath)
+	if c.scale.LabelSelectorPath != nil {
+		p := strings.TrimPrefix(*c.scale.LabelSelectorPath, ".")
+		sel, _, err := unstructured.NestedString(u.Object, strings.Split(p, ".")...)
+		if err != nil {
+			errs = append(errs, field.Invalid(field.NewPath(*c.scale.LabelSelectorPath), sel, err.Error()))
+		}
+	}
+	return errs
+}
+
+func validateReplicas(u *unstructured.Unstructured, path string) field.ErrorList {
+	p := strings.TrimPrefix(path, ".")
+	n, _, err := unstructured.NestedInt64(u.Object, strings.Split(p, ".")...)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(field.NewPath(path), n, err.Error())}
+	case n < 0:
+		return field.ErrorList{field.Invalid(field.NewPath(path), n, "should be a non-negative integer")}
+	case n > math.MaxInt32:
+		return field.ErrorList{field.Invalid(field.NewPath(path), n, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
+	}
+	return nil
+}
+
+// WarningsOnCreate warns about finalizer names that are not
+// domain-qualified, as kube-apiserver does for custom resources.
+func (c *crStrategy) WarningsOnCreate(obj runtime.Object) []string {
+	return finalizerWarnings(obj.(*unstructured.Unstructured).GetFinalizers(), nil)
+}
+
+// WarningsOnUpdate warns about added finalizer names.
+func (c *crStrategy) WarningsOnUpdate(obj, old runtime.Object) []string {
+	return finalizerWarnings(obj.(*unstructured.Unstructured).GetFinalizers(), old.(*unstructured.Unstructured).GetFinalizers())
+}
+
+func finalizerWarnings(finalizers, old []string) []string {
+	seen := map[string]bool{}
+	for _, f := range old {
+		seen[f] = true
+	}
+	added := map[string]bool{}
+	for _, f := range finalizers {
+		if !seen[f] {
+			added[f] = true
+		}
+	}
+	fldPath := field.NewPath("metadata", "finalizers")
+	var warnings []string
+	for _, f := range sortedKeys(added) {
+		for _, msg := range validation.IsQualifiedName(f) {
+			warnings = append(warnings, fmt.Sprintf("%s: %q: %s", fldPath.String(), f, msg))
+		}
+		if !strings.Contains(f, "/") && !standardFinalizers[f] {
+			if strings.Contains(f, ".") {
+				warnings = append(warnings, fmt.Sprintf("%s: %q: prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers", fldPath.String(), f))
+			} else {
+				warnings = append(warnings, fmt.Sprintf("%s: %q: prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers", fldPath.String(), f))
+			}
+		}
+	}
+	return warnings
+}
+
+// crColumns is apiextensions-apiserver's table convertor for one version:
+// Name, then the additionalPrinterColumns (or Age when there are none),
+// evaluated as JSONPath.
+type crColumns struct {
+	headers []metav1.TableColumnDefinition
+	paths   []*jsonpath.JSONPath
+}
+
+func newCRColumns(defs []apiextensionsv1.CustomResourceColumnDefinition) (*crColumns, error) {
+	if len(defs) == 0 {
+		defs = []apiextensionsv1.CustomResourceColumnDefinition{
+			{Name: "Age", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"], JSONPath: ".metadata.creationTimestamp"},
+		}
+	}
+	c := &crColumns{headers: []metav1.TableColumnDefinition{nameColumn()}}
+	for _, d := range defs {
+		p := jsonpath.New(d.Name)
+		if err := p.Parse(fmt.Sprintf("{%s}", d.JSONPath)); err != nil {
+			return nil, fmt.Errorf("unrecognized column definition %q", d.JSONPath)
+		}
+		p.AllowMissingKeys(true)
+		desc := fmt.Sprintf("Custom resource definition column (in JSONPath format): %s", d.JSONPath)
+		if d.Description != "" {
+			desc = d.Description
+		}
+		c.paths = append(c.paths, p)
+		c.headers = append(c.headers, metav1.TableColumnDefinition{
+			Name: d.Name, Type: d.Type, Format: d.Format, Description: desc, Priority: d.Priority,
+		})
+	}
+	return c, nil
+}
+
+func (c *crColumns) row(obj runtime.Object) ([]interface{}, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("custom resource table: unexpected object %T", obj)
+	}
+	cells := make([]interface{}, 1, 1+len(c.paths))
+	cells[0] = u.GetName()
+	var buf bytes.Buffer
+	for i, p := range c.paths {
+		results, err := p.FindResults(u.Object)
+		if err != nil || len(results) == 0 || len(results[0]) == 0 {
+			cells = append(cells, nil)
+			continue
+		}
+		value := results[0][0].Interface()
+		typ := c.headers[i+1].Type
+		if typ == "string" {
+			if err := p.PrintResults(&buf, []reflect.Value{reflect.ValueOf(value)}); err == nil {
+				cells = append(cells, buf.String())
+				buf.Reset()
+			} else {
+				cells = append(cells, nil)
+			}
+			continue
+		}
+		cells = append(cells, cellForJSONValue(typ, value))
+	}
+	return cells, nil
+}
+
+// cellForJSONValue is kube-apiserver's cell of a non-string column.
+func cellForJSONValue(typ string, value interface{}) interface{} {
+	if value == nil {
+		return nil
+	}
+	switch typ {
+	case "integer":
+		switch v := value.(type) {
+		case int64:
+			return v
+		case float64:
+			return int64(v)
+		}
+	case "number":
+		switch v := value.(type) {
+		case int64:
+			return float64(v)
+		case float64:
+			return v
+		}
+	case "boolean":
+		if b, ok := value.(bool); ok {
+			return b
+		}
+	case "string":
+		if s, ok := value.(string); ok {
+			return s
+		}
+	case "date":
+		if s, ok := value.(string); ok {
+			var t metav1.Time
+			if err := t.UnmarshalQueryParameter(s); err != nil {
+				return "<invalid>"
+			}
+			if t.IsZero() {
+				return "<unknown>"
+			}
+			return duration.HumanDuration(now().Sub(t.Time))
+		}
+	}
+	return nil
+}
+
+// selectableField is one spec.versions[].selectableFields entry.
+type selectableField struct {
+	name string
+	path *jsonpath.JSONPath
+}
+
+func newSelectableFields(defs []apiextensionsv1.SelectableField) ([]selectableField, error) {
+	out := make([]selectableField, 0, len(defs))
+	for _, d := range defs {
+		p := jsonpath.New("selectableField")
+		p.AllowMissingKeys(true)
+		if err := p.Parse("{" + d.JSONPath + "}"); err != nil {
+			return nil, fmt.Errorf("selectable field %q: %w", d.JSONPath, err)
+		}
+		out = append(out, selectableField{name: strings.TrimPrefix(d.JSONPath, "."), path: p})
+	}
+	return out, nil
+}
+
+// crFieldSet is the custom resource's field-selector attributes:
+// metadata.name, metadata.namespace (namespaced kinds) and each selectable
+// field, "" when absent, else the value printed with %v.
+func crFieldSet(obj runtime.Object, namespaced bool, selectable []selectableField) fields.Set {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil
+	}
+	set := fields.Set{"metadata.name": u.GetName()}
+	if namespaced {
+		set["metadata.namespace"] = u.GetNamespace()
+	}
+	for _, f := range selectable {
+		set[f.name] = ""
+		results, err := f.path.FindResults(u.Object)
+		if err != nil || len(results) != 1 || len(results[0]) != 1 {
+			continue
+		}
+		if v := results[0][0].Interface(); v != nil {
+			set[f.name] = fmt.Sprint(v)
+		}
+	}
+	return set
+}
+
+// decodeStoredUnstructured decodes a stored custom resource.
+func decodeStoredUnstructured(value []byte) (*unstructured.Unstructured, error) {
+	m := map[string]interface{}{}
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(value, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}

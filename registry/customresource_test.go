@@ -1,0 +1,360 @@
+package registry
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// testCRD is a CronTab CRD: v1 stored with status and a printer column,
+// v1beta1 served and deprecated, v1alpha1 not served.
+const testCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: crontabs.stable.example.com
+spec:
+  group: stable.example.com
+  scope: Namespaced
+  names: {plural: crontabs, kind: CronTab, shortNames: [ct], categories: [all]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Image, type: string, jsonPath: .spec.image}
+    - {name: Replicas, type: integer, jsonPath: .spec.replicas, priority: 1}
+    selectableFields:
+    - jsonPath: .spec.image
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              image: {type: string, maxLength: 5}
+              replicas: {type: integer, default: 1}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+          status:
+            type: object
+            properties:
+              phase: {type: string}
+  - name: v1beta1
+    served: true
+    storage: false
+    deprecated: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  - name: v1alpha1
+    served: false
+    storage: false
+    schema:
+      openAPIV3Schema: {type: object}
+`
+
+func testCRKinds(t *testing.T, doc string) []*Kind {
+	t.Helper()
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := CustomResourceKinds(&crd)
+	if err != nil {
+		t.Fatalf("CustomResourceKinds: %v", err)
+	}
+	return kinds
+}
+
+func decodeCR(t *testing.T, k *Kind, js string) *unstructured.Unstructured {
+	t.Helper()
+	obj, _, strictErrs, err := k.DecodeJSON([]byte(js), true)
+	if err != nil || len(strictErrs) > 0 {
+		t.Fatalf("DecodeJSON(%s): %v %v", js, strictErrs, err)
+	}
+	if k.NormalizeOnDecode != nil {
+		k.NormalizeOnDecode(obj)
+	}
+	return obj.(*unstructured.Unstructured)
+}
+
+func TestCustomResourceKinds(t *testing.T) {
+	kinds := testCRKinds(t, testCRD)
+	var got []string
+	for _, k := range kinds {
+		got = append(got, k.GVK.String()+" "+k.Resource+" "+k.Singular+" "+k.ListKind+" "+k.StorageResource+" "+k.StorageGVK.Version)
+	}
+	want := []string{
+		"stable.example.com/v1, Kind=CronTab crontabs crontab CronTabList crontabs.stable.example.com v1",
+		"stable.example.com/v1beta1, Kind=CronTab crontabs crontab CronTabList crontabs.stable.example.com v1",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("kinds = %q, want %q (served versions only, defaults filled)", got, want)
+	}
+	v1, beta := kinds[0], kinds[1]
+	if !v1.Namespaced || !v1.StatusSubresource || beta.StatusSubresource || !v1.Unstructured {
+		t.Errorf("v1 namespaced %v status %v, v1beta1 status %v, unstructured %v", v1.Namespaced, v1.StatusSubresource, beta.StatusSubresource, v1.Unstructured)
+	}
+	if !reflect.DeepEqual(v1.ShortNames, []string{"ct"}) || !reflect.DeepEqual(v1.Categories, []string{"all"}) {
+		t.Errorf("shortNames %v categories %v", v1.ShortNames, v1.Categories)
+	}
+	if v1.DeprecationWarning != "" || beta.DeprecationWarning != "stable.example.com/v1beta1 CronTab is deprecated; use stable.example.com/v1 CronTab" {
+		t.Errorf("deprecation warnings %q, %q", v1.DeprecationWarning, beta.DeprecationWarning)
+	}
+	if got := v1.InternalTypeName(true); got != "*unstructured.UnstructuredList" {
+		t.Errorf("InternalTypeName(true) = %q", got)
+	}
+	if want := []string{"metadata.name", "metadata.namespace", "spec.image"}; !reflect.DeepEqual(v1.FieldSelectorKeys, want) {
+		t.Errorf("FieldSelectorKeys = %v, want %v", v1.FieldSelectorKeys, want)
+	}
+	if err := v1.CheckFieldSelectorKey("spec.replicas"); err == nil || err.Error() != "field label not supported: spec.replicas" {
+		t.Errorf("CheckFieldSelectorKey(spec.replicas) = %v", err)
+	}
+}
+
+func TestCustomResourceKinds_Refused(t *testing.T) {
+	tests := []struct{ name, from, to, wantErr string }{
+		{"unknown conversion", "  scope: Namespaced\n", "  scope: Namespaced\n  conversion: {strategy: Magic}\n", `conversion strategy "Magic" is not supported`},
+		{"two storage versions", "    served: true\n    storage: false\n    deprecated", "    served: true\n    storage: true\n    deprecated", "more than one storage version"},
+		{"not structural", "replicas: {type: integer, default: 1}", "replicas: {default: 1}", "schema is not structural"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := strings.Replace(testCRD, tt.from, tt.to, 1)
+			if doc == testCRD {
+				t.Fatalf("the test's replacement %q matched nothing", tt.from)
+			}
+			var crd apiextensionsv1.CustomResourceDefinition
+			if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {
+				t.Fatal(err)
+			}
+			_, err := CustomResourceKinds(&crd)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("error = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestKind_DecodeJSON_CustomResource(t *testing.T) {
+	v1 := testCRKinds(t, testCRD)[0]
+	obj, gvk, strictErrs, err := v1.DecodeJSON([]byte(`{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","bogus":1},"spec":{"image":"i","extra":{"x":1}},"other":true}`), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *gvk != (schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "CronTab"}) {
+		t.Errorf("gvk = %v", gvk)
+	}
+	var msgs []string
+	for _, e := range strictErrs {
+		msgs = append(msgs, e.Error())
+	}
+	if want := []string{`unknown field "metadata.bogus"`, `unknown field "other"`, `unknown field "spec.extra"`}; !reflect.DeepEqual(msgs, want) {
+		t.Errorf("strict errors = %q, want %q", msgs, want)
+	}
+	v1.NormalizeOnDecode(obj)
+	want := map[string]interface{}{
+		"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+		"metadata": map[string]interface{}{"name": "a"},
+		"spec":     map[string]interface{}{"image": "i", "replicas": int64(1)},
+	}
+	if got := obj.(*unstructured.Unstructured).Object; !reflect.DeepEqual(got, want) {
+		t.Errorf("decoded = %v, want %v (pruned, defaulted)", got, want)
+	}
+
+	_, gvk, _, err = v1.DecodeJSON([]byte(`{"apiVersion":"stable.example.com/v1","metadata":{"name":"a"}}`), true)
+	if err == nil || !strings.HasPrefix(err.Error(), "Object 'Kind' is missing in '") || gvk.Kind != "" {
+		t.Errorf("no kind: err %v gvk %v", err, gvk)
+	}
+}
+
+func TestCRStrategy_PrepareForUpdate(t *testing.T) {
+	v1 := testCRKinds(t, testCRD)[0]
+	old := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","generation":4},"spec":{"image":"i"},"status":{"phase":"Old"}}`)
+	tests := []struct {
+		name, body string
+		wantGen    int64
+		wantStatus interface{}
+	}{
+		{"labels only", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","labels":{"x":"y"}},"spec":{"image":"i"}}`, 4, map[string]interface{}{"phase": "Old"}},
+		{"spec change", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"image":"j"}}`, 5, map[string]interface{}{"phase": "Old"}},
+		{"status change ignored", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"image":"i"},"status":{"phase":"New"}}`, 4, map[string]interface{}{"phase": "Old"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := decodeCR(t, v1, tt.body)
+			obj.SetGeneration(old.GetGeneration())
+			v1.Strategy.PrepareForUpdate(obj, old)
+			if obj.GetGeneration() != tt.wantGen {
+				t.Errorf("generation = %d, want %d", obj.GetGeneration(), tt.wantGen)
+			}
+			if got := obj.Object["status"]; !reflect.DeepEqual(got, tt.wantStatus) {
+				t.Errorf("status = %v, want %v", got, tt.wantStatus)
+			}
+		})
+	}
+
+	st := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a"},"spec":{"image":"changed"},"status":{"phase":"New"}}`)
+	v1.Strategy.(StatusStrategy).PrepareForStatusUpdate(st, old)
+	if img, _, _ := unstructured.NestedString(st.Object, "spec", "image"); img != "i" || st.Object["status"].(map[string]interface{})["phase"] != "New" || st.GetGeneration() != 4 {
+		t.Errorf("status update kept spec.image %q status %v generation %d, want i, New, 4", img, st.Object["status"], st.GetGeneration())
+	}
+}
+
+func TestCRStrategy_Validate(t *testing.T) {
+	v1 := testCRKinds(t, testCRD)[0]
+	obj := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"Bad_Name","namespace":"ns1"},"spec":{"image":3,"ports":[{"name":"a"},{"name":"a"}]}}`)
+	v1.Strategy.PrepareForCreate(obj)
+	var got []string
+	for _, e := range v1.Strategy.Validate(obj) {
+		got = append(got, e.Error())
+	}
+	want := []string{
+		`metadata.name: Invalid value: "Bad_Name": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')`,
+		`spec.image: Invalid value: "integer": spec.image in body must be of type string: "integer"`,
+		`spec.ports[1]: Duplicate value: {"name":"a"}`,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Validate =\n%q\nwant\n%q", got, want)
+	}
+	if obj.GetGeneration() != 1 {
+		t.Errorf("PrepareForCreate: generation %d, want 1", obj.GetGeneration())
+	}
+
+	ok := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"good","namespace":"ns1","finalizers":["unqualified"]},"spec":{"image":"x"}}`)
+	if errs := v1.Strategy.Validate(ok); len(errs) != 0 {
+		t.Errorf("Validate of a valid object: %v", errs)
+	}
+	warnings := v1.Strategy.(WarningStrategy).WarningsOnCreate(ok)
+	if want := []string{`metadata.finalizers: "unqualified": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers`}; !reflect.DeepEqual(warnings, want) {
+		t.Errorf("WarningsOnCreate = %q, want %q", warnings, want)
+	}
+}
+
+func TestKind_TableRow_CustomResource(t *testing.T) {
+	defer func(f func() time.Time) { now = f }(now)
+	now = func() time.Time { return time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC) }
+	kinds := testCRKinds(t, testCRD)
+	v1, beta := kinds[0], kinds[1]
+	var cols []string
+	for _, c := range v1.TableColumns {
+		cols = append(cols, c.Name+"/"+c.Type+"/"+string(rune('0'+c.Priority)))
+	}
+	if want := []string{"Name/string/0", "Image/string/0", "Replicas/integer/1"}; !reflect.DeepEqual(cols, want) {
+		t.Errorf("v1 columns %v, want %v", cols, want)
+	}
+	obj := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","creationTimestamp":"2026-01-01T00:00:00Z"},"spec":{"replicas":3}}`)
+	row, err := v1.TableRow(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []interface{}{"a", nil, int64(3)}; !reflect.DeepEqual(row, want) {
+		t.Errorf("v1 row %#v, want %#v", row, want)
+	}
+	// Without additionalPrinterColumns: Name and Age.
+	if len(beta.TableColumns) != 2 || beta.TableColumns[1].Name != "Age" || beta.TableColumns[1].Type != "date" ||
+		beta.TableColumns[1].Description != (metav1.ObjectMeta{}).SwaggerDoc()["creationTimestamp"] {
+		t.Errorf("v1beta1 columns %+v, want Name and the default Age", beta.TableColumns)
+	}
+	obj.SetAPIVersion("stable.example.com/v1beta1")
+	row, err = beta.TableRow(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []interface{}{"a", "60m"}; !reflect.DeepEqual(row, want) {
+		t.Errorf("v1beta1 row %#v, want %#v", row, want)
+	}
+	if got := v1.FieldSet(obj); !reflect.DeepEqual(map[string]string(got), map[string]string{"metadata.name": "a", "metadata.namespace": "", "spec.image": ""}) {
+		t.Errorf("FieldSet = %v", got)
+	}
+}
+
+func TestKind_DecodeStored_CustomResource(t *testing.T) {
+	kinds := testCRKinds(t, testCRD)
+	v1, beta := kinds[0], kinds[1]
+	obj := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","resourceVersion":"7"},"spec":{"image":"i"}}`)
+	value, err := v1.EncodeStorage(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"metadata":{"name":"a"},"spec":{"image":"i","replicas":1}}`; string(value) != want {
+		t.Errorf("stored %s, want %s", value, want)
+	}
+	// A stored object without the default (written before the schema had
+	// it) is defaulted on read; the other version serves the same object.
+	for _, k := range []*Kind{v1, beta} {
+		got, err := k.DecodeStored([]byte(`{"metadata":{"name":"a"},"spec":{"image":"i"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := got.(*unstructured.Unstructured)
+		if u.GetAPIVersion() != k.GVK.GroupVersion().String() || u.Object["spec"].(map[string]interface{})["replicas"] != int64(1) {
+			t.Errorf("%s: DecodeStored = %v, want apiVersion %s and replicas 1", k.GVK.Version, u.Object, k.GVK.GroupVersion())
+		}
+	}
+}
+
+// TestCRStrategy_ValidateUpdate_Ratcheting: an update may keep a value
+// that breaks the schema (written before the schema tightened) but not
+// introduce one.
+func TestCRStrategy_ValidateUpdate_Ratcheting(t *testing.T) {
+	v1 := testCRKinds(t, testCRD)[0]
+	old := decodeCR(t, v1, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"ns1","resourceVersion":"3"},"spec":{"image":"too-long-already"}}`)
+	tests := []struct {
+		name, body string
+		want       []string
+	}{
+		{"unchanged invalid value", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"ns1","resourceVersion":"3","labels":{"x":"y"}},"spec":{"image":"too-long-already"}}`, nil},
+		{"changed to another invalid value", `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"ns1","resourceVersion":"3"},"spec":{"image":"still-too-long"}}`,
+			[]string{"spec.image: Too long: may not be more than 5 bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := decodeCR(t, v1, tt.body)
+			var got []string
+			for _, e := range v1.Strategy.ValidateUpdate(obj, old) {
+				got = append(got, e.Error())
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ValidateUpdate = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCustomResourceKinds_WebhookConversion: the storage version is
+// served; another version answers with an error instead of calling the
+// webhook.
+func TestCustomResourceKinds_WebhookConversion(t *testing.T) {
+	doc := strings.Replace(testCRD, "  scope: Namespaced\n", "  scope: Namespaced\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {url: \"https://conv.example.com\"}\n", 1)
+	kinds := testCRKinds(t, doc)
+	v1, beta := kinds[0], kinds[1]
+	stored := []byte(`{"metadata":{"name":"a"},"spec":{"image":"i"}}`)
+	if _, err := v1.DecodeStored(stored); err != nil {
+		t.Errorf("storage version: DecodeStored: %v", err)
+	}
+	wantErr := "conversion webhook for stable.example.com/v1beta1, Kind=CronTab failed: edgeapi does not call conversion webhooks"
+	if _, err := beta.DecodeStored(stored); err == nil || err.Error() != wantErr {
+		t.Errorf("v1beta1 DecodeStored: %v, want %q", err, wantErr)
+	}
+	obj := decodeCR(t, beta, `{"apiVersion":"stable.example.com/v1beta1","kind":"CronTab","metadata":{"name":"a"}}`)
+	if _, err := beta.EncodeStorage(obj); err == nil || !strings.Contains(err.Error(), wantErr) {
+		t.Errorf("v1beta1 EncodeStorage: %v, want %q", err, wantErr)
+	}
+}
