@@ -28,9 +28,9 @@ import (
 //     group) is not accepted: the CRD keeps its old names, or stays
 //     unserved if it has none;
 //   - establishing: Established once the names are accepted;
-//   - serving: the registry serves the kinds of every established CRD, built
-//     by Config.CustomResourceKinds from its spec and accepted names, and
-//     stops serving those of CRDs that are gone;
+//   - serving: the registry serves the kinds of every CRD whose names are
+//     accepted, built by Config.CustomResourceKinds from its spec and
+//     accepted names, and stops serving those of CRDs that are gone;
 //   - cleanup: a CRD being deleted (the DELETE added the
 //     customresourcecleanup.apiextensions.k8s.io finalizer) loses its
 //     instances, then the finalizer, which removes it.
@@ -147,10 +147,20 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 			errs = append(errs, err)
 		}
 	}
-	// Serving comes before cleanup: after a restart, the instances of a
-	// CRD deleted before it are found through the kinds it serves.
+	// Serving comes before establishing (kubectl wait --for
+	// condition=established, then a create, must find the resource) and
+	// before cleanup (after a restart, the instances of a CRD deleted
+	// before it are found through the kinds it serves).
 	if err := c.serve(crds); err != nil {
 		errs = append(errs, err)
+	}
+	for _, s := range crds {
+		if s.crd.DeletionTimestamp != nil {
+			continue
+		}
+		if err := c.establish(ctx, s); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp == nil || !hasFinalizer(s.crd, registry.CRDCleanupFinalizer) {
@@ -165,8 +175,8 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 	return retry, errors.Join(errs...)
 }
 
-// acceptNames runs the naming and establishing steps for s, writing its
-// status when they change it. s.crd is replaced by what was written, so
+// acceptNames runs the naming step for s, writing its status when it
+// changes it. s.crd is replaced by what was written, so
 // that CRDs later in the round see the names it took.
 func (c *crdController) acceptNames(ctx context.Context, s *crdState, all []*crdState) error {
 	crd := s.crd
@@ -182,7 +192,14 @@ func (c *crdController) acceptNames(ctx context.Context, s *crdState, all []*crd
 			}
 		}
 	}
-	crd = s.crd
+	return nil
+}
+
+// establish sets Established once the names are accepted. It runs after
+// serve registered the kinds, so a client that waits for Established finds
+// the resource served.
+func (c *crdController) establish(ctx context.Context, s *crdState) error {
+	crd := s.crd
 	if isConditionTrue(crd, apiextensionsv1.NamesAccepted) && !isConditionTrue(crd, apiextensionsv1.Established) {
 		return c.writeStatus(ctx, s, func(crd *apiextensionsv1.CustomResourceDefinition) {
 			setCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
@@ -412,7 +429,8 @@ func (c *crdController) writeStatus(ctx context.Context, s *crdState, change fun
 	return nil
 }
 
-// serve makes the registry serve exactly the established CRDs: kinds are
+// serve makes the registry serve exactly the CRDs whose names are accepted
+// or that are established: kinds are
 // built again for a CRD whose spec (generation) or accepted names changed,
 // and removed for one that is gone or no longer established. All changes
 // of a round are published as one registry snapshot.
@@ -429,7 +447,9 @@ func (c *crdController) serve(crds []*crdState) error {
 	seen := map[string]bool{}
 	for _, s := range crds {
 		crd := s.crd
-		if !isConditionTrue(crd, apiextensionsv1.Established) {
+		// Served once its names are accepted, as kube-apiserver's CRD
+		// handler serves it, and while it is established.
+		if !isConditionTrue(crd, apiextensionsv1.Established) && !isConditionTrue(crd, apiextensionsv1.NamesAccepted) {
 			continue
 		}
 		seen[crd.Name] = true
@@ -437,7 +457,11 @@ func (c *crdController) serve(crds []*crdState) error {
 		if cur != nil && cur.uid == crd.UID && cur.generation == crd.Generation && equality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
 			continue
 		}
-		kinds, err := build(crd)
+		// Kinds are served under the accepted names, which may lag the
+		// spec's (a conflicting rename).
+		named := crd.DeepCopy()
+		named.Spec.Names = crd.Status.AcceptedNames
+		kinds, err := build(named)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("serve custom resource definition %s: %w", crd.Name, err))
 			continue

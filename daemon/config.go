@@ -107,12 +107,6 @@ type serveConfig struct {
 	// loses acknowledged writes on power loss. For the power-cut test
 	// only: a hidden flag, and no config-file key.
 	UnsafeTestingSynchronousOff bool `json:"-"`
-	// UnsafeTestingCRDFile is a YAML file of CustomResourceDefinitions
-	// whose custom resources are served from the start. For tests only,
-	// until CRDs can be created through the API (then a CRD controller
-	// registers the kinds): a hidden flag, and no config-file key. The
-	// CRDs themselves are not stored or served.
-	UnsafeTestingCRDFile string `json:"-"`
 	// ServiceClusterIPRange is the CIDR Service cluster IPs are allocated
 	// from; its first address is the default/kubernetes Service's.
 	ServiceClusterIPRange string `json:"service-cluster-ip-range"`
@@ -122,7 +116,7 @@ type serveConfig struct {
 }
 
 // hiddenFlags are left out of --help: they exist for tests.
-var hiddenFlags = map[string]bool{"unsafe-testing-synchronous-off": true, "unsafe-testing-crd-file": true}
+var hiddenFlags = map[string]bool{"unsafe-testing-synchronous-off": true}
 
 func defaultServeConfig() serveConfig {
 	return serveConfig{
@@ -165,7 +159,6 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", cfg.ServiceClusterIPRange, "allocate Service cluster IPs from this `CIDR` (IPv4 or IPv6, 2^3 to 2^20 addresses); its first address goes to the default/kubernetes Service")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", cfg.ServiceNodePortRange, "allocate NodePort and LoadBalancer Services' node ports from this `range` (min-max, inclusive)")
-	fs.StringVar(&cfg.UnsafeTestingCRDFile, "unsafe-testing-crd-file", "", "testing only: serve the custom resources of the CustomResourceDefinitions in this YAML file")
 	fs.BoolVar(&cfg.UnsafeTestingSynchronousOff, "unsafe-testing-synchronous-off", false, "testing only: run SQLite with synchronous=OFF, which loses acknowledged writes on power loss")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over plain HTTP.\n\nFlags:\n")

@@ -129,12 +129,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err
 	}
 	reg := registry.Builtin(builtinOpts)
-	if cfg.UnsafeTestingCRDFile != "" {
-		log.Warn("UNSAFE: --unsafe-testing-crd-file serves custom resources from a file; for tests only", zap.String("file", cfg.UnsafeTestingCRDFile))
-		if err := addTestingCRDs(reg, cfg.UnsafeTestingCRDFile); err != nil {
-			return nil, err
-		}
-	}
+
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,
 		Registry:            reg,
@@ -170,6 +165,8 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		WatchCache: d.api.WatchCache(),
 		EventTTL:   time.Duration(cfg.EventTTL),
 		Logger:     log.Named("controller"),
+		// Custom resources are served from their CRDs.
+		CustomResourceKinds: registry.CustomResourceKinds,
 	})
 	d.ctrl.Start(context.WithoutCancel(ctx))
 

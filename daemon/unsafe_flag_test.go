@@ -34,16 +34,3 @@ func TestParseServeConfig_UnsafeTestingSynchronousOff(t *testing.T) {
 		t.Errorf("--help lost the other flags or their defaults:\n%s", help.String())
 	}
 }
-
-// TestParseServeConfig_UnsafeTestingCRDFile: the custom resource tests'
-// flag parses and is left out of --help (checked above with every hidden
-// flag).
-func TestParseServeConfig_UnsafeTestingCRDFile(t *testing.T) {
-	got, err := parseServeConfig([]string{"--unsafe-testing-crd-file", "/x/crds.yaml"}, &bytes.Buffer{})
-	if err != nil {
-		t.Fatalf("parseServeConfig: %v", err)
-	}
-	if got.UnsafeTestingCRDFile != "/x/crds.yaml" {
-		t.Errorf("UnsafeTestingCRDFile = %q, want /x/crds.yaml", got.UnsafeTestingCRDFile)
-	}
-}

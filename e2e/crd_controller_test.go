@@ -202,3 +202,65 @@ func TestCRD_StatusSurvivesRestart(t *testing.T) {
 		t.Errorf("acceptedNames after restart = %+v", crd.Status.AcceptedNames)
 	}
 }
+
+// TestCRD_DeleteRemovesInstances: deleting a CRD deletes its custom
+// resources in every namespace, waits for those that finalizers hold,
+// and only then goes; its resource is no longer served.
+func TestCRD_DeleteRemovesInstances(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	const name = "crontabs.stable.example.com"
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name)
+	for _, ns := range []string{"a", "b"} {
+		createNamespace(t, d.Clientset(), ns)
+	}
+	for _, c := range []struct{ ns, name, finalizers string }{{"a", "one", ""}, {"b", "two", ""}, {"b", "held", `,"finalizers":["example.com/hold"]`}} {
+		body := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"` + c.name + `"` + c.finalizers + `},"spec":{"cronSpec":"* * * * */5"}}`
+		if res := doRaw(t, d, "POST", "/apis/stable.example.com/v1/namespaces/"+c.ns+"/crontabs", "application/json", "", []byte(body)); res.Status != 201 {
+			t.Fatalf("create %s/%s: %d %s", c.ns, c.name, res.Status, res.Body)
+		}
+	}
+	d.MustKubectl("delete", "crd", name, "--wait=false")
+
+	// The held instance stays, marked; the others go; the CRD waits.
+	crd := waitCRD(t, d, name, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		c := crdCondition(crd, apiextensionsv1.Terminating)
+		return c != nil && c.Reason == "InstanceDeletionInProgress"
+	})
+	if crd.DeletionTimestamp == nil {
+		t.Error("CRD not marked for deletion")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		one, two := rawGetNoFatal(d, "/apis/stable.example.com/v1/namespaces/a/crontabs/one"), rawGetNoFatal(d, "/apis/stable.example.com/v1/namespaces/b/crontabs/two")
+		held := rawGetNoFatal(d, "/apis/stable.example.com/v1/namespaces/b/crontabs/held")
+		if one.Status == 404 && two.Status == 404 && held.Status == 200 && strings.Contains(string(held.Body), `"deletionTimestamp"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: one %d, two %d, held %d %s", one.Status, two.Status, held.Status, held.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res := rawGetNoFatal(d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name); res.Status != 200 {
+		t.Fatalf("CRD gone while an instance is held: %d", res.Status)
+	}
+
+	// Releasing the last instance lets the CRD go, and its resource with it.
+	if res := doRaw(t, d, "PATCH", "/apis/stable.example.com/v1/namespaces/b/crontabs/held", "application/merge-patch+json", "", []byte(`{"metadata":{"finalizers":null}}`)); res.Status != 200 {
+		t.Fatalf("remove the finalizer: %d %s", res.Status, res.Body)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		crdRes := rawGetNoFatal(d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name)
+		list := rawGetNoFatal(d, "/apis/stable.example.com/v1/crontabs")
+		if crdRes.Status == 404 && list.Status == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 30 s: CRD %d, crontabs list %d %s", crdRes.Status, list.Status, list.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

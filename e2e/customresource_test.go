@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Custom resources served from CustomResourceDefinitions. CRDs cannot be
-// created through the API yet, so the daemon loads testdata/crds.yaml with
-// the test-only --unsafe-testing-crd-file flag: CronTab
+// Custom resources served from CustomResourceDefinitions. Each test applies
+// testdata/crds.yaml with kubectl and waits for the CRDs to be
+// established: CronTab
 // (stable.example.com, namespaced, v1 stored and v1beta1 deprecated, with
 // status and scale subresources, printer columns, a selectable field, list
 // types, defaults and a CEL rule) and Widget (things.example.org,
@@ -41,20 +41,29 @@ var (
 	widgets  = schema.GroupVersionResource{Group: "things.example.org", Version: "v1alpha1", Resource: "widgets"}
 )
 
-// startCRDaemon starts edgeapi serving the custom resources of
-// testdata/crds.yaml.
+// startCRDaemon starts edgeapi and creates the CRDs of testdata/crds.yaml,
+// as a user would: kubectl apply, then kubectl wait for Established.
 func startCRDaemon(t *testing.T, opts ...DaemonOptions) *Daemon {
 	t.Helper()
 	path, err := filepath.Abs(filepath.Join("testdata", "crds.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var o DaemonOptions
-	if len(opts) > 0 {
-		o = opts[0]
+	d := StartDaemon(t, opts...)
+	applyCRDs(t, d, path, "crontabs.stable.example.com", "widgets.things.example.org")
+	return d
+}
+
+// applyCRDs applies the CRD file at path and waits until the named CRDs
+// are established.
+func applyCRDs(t *testing.T, d *Daemon, path string, names ...string) {
+	t.Helper()
+	d.MustKubectl("apply", "-f", path)
+	args := []string{"wait", "--for", "condition=established", "--timeout=60s"}
+	for _, n := range names {
+		args = append(args, "crd/"+n)
 	}
-	o.Args = append(o.Args, "--unsafe-testing-crd-file", path)
-	return StartDaemon(t, o)
+	d.MustKubectl(args...)
 }
 
 // cronTab returns a CronTab object for the dynamic client.
@@ -852,7 +861,8 @@ spec:
 	after := crd("              size: {type: integer}\n              color: {type: string, default: blue}\n")
 
 	dataDir := t.TempDir()
-	d := StartDaemon(t, DaemonOptions{DataDir: dataDir, Args: []string{"--unsafe-testing-crd-file", before}})
+	d := StartDaemon(t, DaemonOptions{DataDir: dataDir})
+	applyCRDs(t, d, before, "gadgets.things.example.org")
 	createNamespace(t, d.Clientset(), "cr-read")
 	base := "/apis/things.example.org/v1/namespaces/cr-read/gadgets"
 	res := doRaw(t, d, "POST", base, "application/json", "", []byte(`{"apiVersion":"things.example.org/v1","kind":"Gadget","metadata":{"name":"g"},"spec":{"size":1,"old":"x"}}`))
@@ -863,12 +873,22 @@ spec:
 		t.Fatal(err)
 	}
 
-	d = StartDaemon(t, DaemonOptions{DataDir: dataDir, Args: []string{"--unsafe-testing-crd-file", after}})
+	d = StartDaemon(t, DaemonOptions{DataDir: dataDir})
+	applyCRDs(t, d, after, "gadgets.things.example.org")
+	// The CRD controller serves the new schema shortly after the update.
+	deadline := time.Now().Add(30 * time.Second)
 	for _, path := range []string{base + "/g", base} {
-		res = rawGet(t, d, path)
-		body := string(res.Body)
-		if res.Status != http.StatusOK || !strings.Contains(body, `"spec":{"color":"blue","size":1}`) {
-			t.Errorf("GET %s after the schema changed: %d %s, want spec {color: blue (default), size: 1} without old", path, res.Status, body)
+		for {
+			res = rawGet(t, d, path)
+			body := string(res.Body)
+			if res.Status == http.StatusOK && strings.Contains(body, `"spec":{"color":"blue","size":1}`) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("GET %s after the schema changed: %d %s, want spec {color: blue (default), size: 1} without old", path, res.Status, body)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }
