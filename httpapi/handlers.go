@@ -102,6 +102,13 @@ func (s *Server) serveResource(c echo.Context) error {
 	if k.DeprecationWarning != "" {
 		addWarnings(c, []string{k.DeprecationWarning})
 	}
+	if k.Unstructured {
+		// kube-apiserver writes a custom resource's errors with its
+		// serializers, which have no Protobuf: a Status asked for only in
+		// Protobuf comes back as JSON (responsewriters.ErrorNegotiated
+		// falls back to raw JSON).
+		c.Set(ctxStatusNoProtobuf, true)
+	}
 	rep, ok := negotiateOutputFor(req.Header.Get("Accept"), k.Unstructured)
 	if !ok {
 		if k.Unstructured {

@@ -17,6 +17,10 @@ import (
 // Handlers return objects or JSON bytes; these functions are the only ones
 // that write response bodies.
 
+// ctxStatusNoProtobuf, set in the echo context, makes writeError answer
+// JSON where the client asked for a Protobuf Status.
+const ctxStatusNoProtobuf = "edgeapi.statusNoProtobuf"
+
 // writeError writes err as a metav1.Status with its code, in JSON, YAML or
 // Protobuf as the Accept header asks.
 func (s *Server) writeError(c echo.Context, err error) error {
@@ -34,7 +38,11 @@ func (s *Server) writeError(c echo.Context, err error) error {
 	}
 	// In the encoding the client asked for, JSON when it asked for none
 	// that can carry a Status (kube-apiserver's ErrorNegotiated).
-	switch enc := negotiateStatus(c.Request().Header.Get("Accept")); enc {
+	enc := negotiateStatus(c.Request().Header.Get("Accept"))
+	if enc == encProtobuf && c.Get(ctxStatusNoProtobuf) != nil {
+		enc = encJSON
+	}
+	switch enc {
 	case encYAML, encProtobuf:
 		var buf bytes.Buffer
 		if err := s.codecs.forEncoding(enc).Encode(st, &buf); err == nil {
