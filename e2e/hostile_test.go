@@ -202,6 +202,10 @@ func hostileSetup(t *testing.T, d *Daemon) *hostileFixture {
 			t.Fatalf("create %s: %v", what, err)
 		}
 	}
+	if res := doRaw(t, d, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", "", []byte(hostileCRD)); res.Status != http.StatusCreated {
+		t.Fatalf("create the hostile CRD: %d %s", res.Status, res.Body)
+	}
+	d.MustKubectl("wait", "--for", "condition=established", "--timeout=60s", "crd/gizmos.hostile.example.com")
 	for i := 0; i < hostileNSCount; i++ {
 		ns := hostileNamespace(i)
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
@@ -274,6 +278,19 @@ func hostileSetup(t *testing.T, d *Daemon) *hostileFixture {
 			Regarding: corev1.ObjectReference{Kind: "Lease", Namespace: ns, Name: "lease-0", UID: l0.UID}, Note: "known", Type: corev1.EventTypeWarning}, metav1.CreateOptions{})
 		must("event-1", err)
 		uid("events", "event-1", string(e1.UID))
+
+		gizmos := "/apis/hostile.example.com/v1/namespaces/" + ns + "/gizmos"
+		for _, body := range []string{
+			`{"apiVersion":"hostile.example.com/v1","kind":"Gizmo","metadata":{"name":"gizmo-0","labels":{"app":"hostile"}},"spec":{"size":3,"tags":["x","y"],"ports":[{"name":"a","port":1}]}}`,
+			`{"apiVersion":"hostile.example.com/v1","kind":"Gizmo","metadata":{"name":"gizmo-1","finalizers":["example.com/keep"]},"spec":{"color":"blue"}}`,
+		} {
+			res := doRaw(t, d, "POST", gizmos, "application/json", "", []byte(body))
+			var m metav1.PartialObjectMetadata
+			if res.Status != http.StatusCreated || json.Unmarshal(res.Body, &m) != nil {
+				t.Fatalf("create a gizmo: %d %s", res.Status, res.Body)
+			}
+			uid("gizmos", m.Name, string(m.UID))
+		}
 	}
 	return fx
 }
@@ -289,6 +306,8 @@ func hostileProtoEncoder() func(k *hostileKind, obj map[string]any) []byte {
 		}
 		var typed runtime.Object
 		switch {
+		case k.resource == "gizmos":
+			return nil // custom resources have no Protobuf form
 		case k.resource == "configmaps":
 			typed = &corev1.ConfigMap{}
 		case k.resource == "secrets":
@@ -347,6 +366,7 @@ func hostileSnapshot(t *testing.T, d *Daemon, fx *hostileFixture) hostileState {
 		st.listRVs[path] = l.Metadata.ResourceVersion
 	}
 	list("/api/v1/namespaces")
+	st.objects[hostileCRDPath] = get(hostileCRDPath)
 	for _, ns := range fx.namespaces {
 		st.objects["/api/v1/namespaces/"+ns] = get("/api/v1/namespaces/" + ns)
 		for _, k := range hostileKinds {
