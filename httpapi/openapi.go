@@ -1,134 +1,221 @@
 package httpapi
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
+	"crypto/sha512"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/munnerz/goautoneg"
 
+	"github.com/edgeapi/edgeapi/httpapi/internal/openapispec"
 	"github.com/edgeapi/edgeapi/registry"
 )
 
-// edgeapi serves OpenAPI documents that describe its paths and operations
-// (which kinds, which verbs, which query parameters) but not the kinds'
-// schemas. That is what kubectl reads them for: whether the server does
-// field validation itself (it does), and, when a schema is missing, kubectl
-// falls back to the Go types it was built with for strategic merge patches.
+// edgeapi serves kube-apiserver's OpenAPI documents: /openapi/v2 and
+// /openapi/v3, the index of group-versions with a hash per document and one
+// document per group-version, with
+// kube-apiserver's schemas for the built-in kinds and each kind's own schema
+// otherwise (see package openapispec). kubectl reads them for explain, for
+// client-side apply's strategic merge patches and to learn that the server
+// validates fields itself.
+//
+// The documents follow the registry: they are built from a snapshot on
+// first request and kept until the snapshot's generation changes, so
+// serving one is a map lookup.
+//
+// The documents are served in JSON only: a client that accepts nothing but
+// the protobuf forms gets 406, as kube-apiserver answers a form it does not
+// have. kubectl 1.36 reads the v3 documents in JSON (explain, apply's
+// strategic merge patches) and asks for the v2 protobuf document only when
+// v3 fails, falling back to its compiled-in types on 406; gnostic's
+// converters would add about 1 MiB to the binary for older clients.
 
-type oapiParam struct {
-	Name        string `json:"name"`
-	In          string `json:"in"`
-	Description string `json:"description,omitempty"`
-	Schema      struct {
-		Type string `json:"type"`
-	} `json:"schema"`
+// openAPIDoc is one built document.
+type openAPIDoc struct {
+	json  []byte
+	etag  string // the hash: sha512 of json, upper-case hex, as kube-openapi's
+	built time.Time
 }
 
-type oapiOperation struct {
-	OperationID string            `json:"operationId"`
-	Parameters  []oapiParam       `json:"parameters,omitempty"`
-	Action      string            `json:"x-kubernetes-action"`
-	GVK         map[string]string `json:"x-kubernetes-group-version-kind"`
+func newOpenAPIDoc(b []byte) *openAPIDoc {
+	return &openAPIDoc{json: b, etag: fmt.Sprintf("%X", sha512.Sum512(b)), built: time.Now()}
 }
 
-func queryParams(names ...string) []oapiParam {
-	out := make([]oapiParam, len(names))
-	for i, n := range names {
-		out[i] = oapiParam{Name: n, In: "query"}
-		out[i].Schema.Type = "string"
-	}
-	return out
+// openAPICache holds the documents of one registry snapshot generation.
+type openAPICache struct {
+	mu    sync.Mutex
+	gen   uint64
+	kinds []*registry.Kind
+	v2    *openAPIDoc
+	v3    map[string]*openAPIDoc // by group-version path; nil entry: none there
+	index *openAPIDoc
 }
 
-// openAPIV3Doc is the OpenAPI v3 document of one group/version.
-func openAPIV3Doc(reg *registry.Snapshot, gvPath string) map[string]interface{} {
-	paths := map[string]interface{}{}
-	for _, k := range reg.Kinds() {
-		if groupVersionPath(k) != gvPath {
-			continue
-		}
-		gvk := map[string]string{"group": k.GVK.Group, "version": k.GVK.Version, "kind": k.GVK.Kind}
-		base := "/" + gvPath
-		if k.Namespaced {
-			base += "/namespaces/{namespace}"
-		}
-		item := base + "/" + k.Resource + "/{name}"
-		op := func(action, id string, params ...string) oapiOperation {
-			return oapiOperation{OperationID: id + k.GVK.Kind, Action: action, GVK: gvk, Parameters: queryParams(params...)}
-		}
-		paths[base+"/"+k.Resource] = map[string]interface{}{
-			"get":  op("list", "list", "labelSelector", "fieldSelector", "limit", "continue", "resourceVersion", "resourceVersionMatch", "watch", "allowWatchBookmarks", "sendInitialEvents", "timeoutSeconds"),
-			"post": op("post", "create", "dryRun", "fieldManager", "fieldValidation"),
-		}
-		paths[item] = map[string]interface{}{
-			"get":    op("get", "read", "resourceVersion"),
-			"put":    op("put", "replace", "dryRun", "fieldManager", "fieldValidation"),
-			"patch":  op("patch", "patch", "dryRun", "fieldManager", "fieldValidation", "force"),
-			"delete": op("delete", "delete", "dryRun", "gracePeriodSeconds", "propagationPolicy"),
-		}
+// openAPICaches maps a *Server to its *openAPICache.
+var openAPICaches sync.Map
+
+// openAPI returns the server's document cache, reset to the current
+// registry snapshot when the registry changed since it was filled.
+func (s *Server) openAPI() *openAPICache {
+	v, ok := openAPICaches.Load(s)
+	if !ok {
+		v, _ = openAPICaches.LoadOrStore(s, &openAPICache{})
 	}
-	return map[string]interface{}{
-		"openapi":    "3.0.0",
-		"info":       map[string]string{"title": "Kubernetes", "version": Version.GitVersion},
-		"paths":      paths,
-		"components": map[string]interface{}{"schemas": map[string]interface{}{}},
+	c := v.(*openAPICache)
+	snap := s.cfg.Registry.Snapshot()
+	c.mu.Lock()
+	if c.kinds == nil || snap.Generation() > c.gen {
+		c.gen = snap.Generation()
+		c.kinds = snap.Kinds()
+		c.v2, c.index = nil, nil
+		c.v3 = map[string]*openAPIDoc{}
 	}
+	c.mu.Unlock()
+	return c
 }
 
-func groupVersionPath(k *registry.Kind) string {
-	if k.GVK.Group == "" {
-		return "api/" + k.GVK.Version
+// v3Doc returns the document of a group-version path, or nil when no kind
+// is served there. c.mu must be held.
+func (c *openAPICache) v3DocLocked(gvPath string) (*openAPIDoc, error) {
+	if d, ok := c.v3[gvPath]; ok {
+		return d, nil
 	}
-	return "apis/" + k.GVK.Group + "/" + k.GVK.Version
+	b, err := openapispec.V3(c.kinds, gvPath, Version.GitVersion)
+	if err != nil {
+		return nil, err
+	}
+	var d *openAPIDoc
+	if b != nil {
+		d = newOpenAPIDoc(b)
+	}
+	c.v3[gvPath] = d
+	return d, nil
+}
+
+func (c *openAPICache) v3Doc(gvPath string) (*openAPIDoc, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.v3DocLocked(gvPath)
+}
+
+// v3Index returns the /openapi/v3 index: each group-version's document URL
+// with its hash, so that the hash changes whenever the document does.
+func (c *openAPICache) v3Index() (*openAPIDoc, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.index != nil {
+		return c.index, nil
+	}
+	type entry struct {
+		ServerRelativeURL string `json:"serverRelativeURL"`
+	}
+	index := struct {
+		Paths map[string]entry `json:"paths"`
+	}{Paths: map[string]entry{}}
+	for _, p := range openapispec.GroupVersionPaths(c.kinds) {
+		d, err := c.v3DocLocked(p)
+		if err != nil {
+			return nil, err
+		}
+		if d != nil {
+			index.Paths[p] = entry{ServerRelativeURL: v3URL(p, d.etag)}
+		}
+	}
+	b, err := json.Marshal(index)
+	if err != nil {
+		return nil, fmt.Errorf("marshal openapi index: %w", err)
+	}
+	c.index = newOpenAPIDoc(b)
+	return c.index, nil
+}
+
+func (c *openAPICache) v2Doc() (*openAPIDoc, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.v2 != nil {
+		return c.v2, nil
+	}
+	b, err := openapispec.V2(c.kinds, Version.GitVersion)
+	if err != nil {
+		return nil, err
+	}
+	c.v2 = newOpenAPIDoc(b)
+	return c.v2, nil
+}
+
+func v3URL(gvPath, hash string) string {
+	return (&url.URL{Path: "/openapi/v3/" + gvPath, RawQuery: url.Values{"hash": {hash}}.Encode()}).String()
 }
 
 func (s *Server) serveOpenAPIV3(c echo.Context) error {
 	sub := strings.Trim(strings.TrimPrefix(c.Request().URL.Path, "/openapi/v3"), "/")
+	cache := s.openAPI()
 	if sub == "" {
-		index := map[string]map[string]map[string]string{"paths": {}}
-		snap := s.cfg.Registry.Snapshot()
-		for _, k := range snap.Kinds() {
-			p := groupVersionPath(k)
-			b, _ := json.Marshal(openAPIV3Doc(snap, p))
-			sum := sha256.Sum256(b)
-			index["paths"][p] = map[string]string{"serverRelativeURL": "/openapi/v3/" + p + "?hash=" + strings.ToUpper(hex.EncodeToString(sum[:]))}
-		}
-		b, err := json.Marshal(index)
+		d, err := cache.v3Index()
 		if err != nil {
 			return s.writeError(c, err)
 		}
-		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", b)
+		// kube-apiserver's index answers text/plain: its handler sets
+		// application/json, which http.ServeContent's sniffing overrides.
+		c.Response().Header().Set("Etag", strconv.Quote(d.etag))
+		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", d.json)
 	}
-	doc := openAPIV3Doc(s.cfg.Registry.Snapshot(), sub)
-	if len(doc["paths"].(map[string]interface{})) == 0 {
+	d, err := cache.v3Doc(sub)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	if d == nil {
 		return s.notFound(c)
 	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return s.writeError(c, err)
-	}
-	return c.Blob(http.StatusOK, mediaJSON, b)
+	return s.serveOpenAPIDoc(c, d, sub)
 }
 
-// serveOpenAPIV2 serves an OpenAPI v2 document without paths, in JSON
-// only; clients that ask for the protobuf form get 406 and fall back.
+// serveOpenAPIV2 serves the OpenAPI v2 document.
 func (s *Server) serveOpenAPIV2(c echo.Context) error {
-	accept := c.Request().Header.Get("Accept")
-	if accept != "" && !strings.Contains(accept, "json") && !strings.Contains(accept, "*/*") {
-		return s.writeError(c, errNotAcceptable())
-	}
-	doc := map[string]interface{}{
-		"swagger":     "2.0",
-		"info":        map[string]string{"title": "Kubernetes", "version": Version.GitVersion},
-		"paths":       map[string]interface{}{},
-		"definitions": map[string]interface{}{},
-	}
-	b, err := json.Marshal(doc)
+	d, err := s.openAPI().v2Doc()
 	if err != nil {
 		return s.writeError(c, err)
 	}
-	return c.Blob(http.StatusOK, mediaJSON, b)
+	return s.serveOpenAPIDoc(c, d, "")
+}
+
+// serveOpenAPIDoc answers with d when the Accept header allows JSON, with
+// kube-openapi's headers: an ETag (its hash), Vary: Accept, and
+// conditional requests. A v3 document (gvPath not empty) asked for with a
+// hash that is not its own redirects (301) to its current URL; with its own
+// hash it may be cached for a year. Otherwise the answer is 406 with an
+// empty body.
+func (s *Server) serveOpenAPIDoc(c echo.Context, d *openAPIDoc, gvPath string) error {
+	req, h := c.Request(), c.Response().Header()
+	accept := req.Header.Get("Accept")
+	if accept == "" {
+		accept = "*/*"
+	}
+	h.Add("Vary", "Accept")
+	for _, clause := range goautoneg.ParseAccept(accept) {
+		if (clause.Type != "application" && clause.Type != "*") || (clause.SubType != "json" && clause.SubType != "*") {
+			continue
+		}
+		h.Set("Content-Type", mediaJSON)
+		h.Set("Etag", strconv.Quote(d.etag))
+		if hash := req.URL.Query().Get("hash"); hash != "" && gvPath != "" {
+			if hash != d.etag {
+				return c.Redirect(http.StatusMovedPermanently, v3URL(gvPath, d.etag))
+			}
+			h.Set("Cache-Control", "public, immutable")
+			h.Set("Expires", time.Now().AddDate(1, 0, 0).Format(time.RFC1123))
+		}
+		http.ServeContent(c.Response(), req, "", d.built, bytes.NewReader(d.json))
+		return nil
+	}
+	c.Response().WriteHeader(http.StatusNotAcceptable)
+	return nil
 }
