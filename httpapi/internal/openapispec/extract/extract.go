@@ -323,9 +323,13 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 	}
 	// The template's schemas: everything the path items reach but the
 	// kind's own, and the list's metadata.
+	// The meta types are in every document, with the document's own
+	// x-kubernetes-group-version-kind lists: the cluster-scoped template's
+	// (apiextensions.k8s.io/v1, the documents of custom resources' own
+	// group) win.
 	all := map[string]any{}
-	for _, doc := range docs {
-		for k, v := range schemasOf(doc) {
+	for _, p := range []string{templateNamespaced.gvPath, templateCluster.gvPath} {
+		for k, v := range schemasOf(docs[p]) {
 			all[k] = v
 		}
 	}
