@@ -49,54 +49,90 @@ func newOpenAPIDoc(b []byte) *openAPIDoc {
 	return &openAPIDoc{json: b, etag: fmt.Sprintf("%X", sha512.Sum512(b)), built: time.Now()}
 }
 
-// openAPICache holds the documents of one registry snapshot generation.
+// openAPICache holds the documents of the latest registry snapshot
+// generation. A group-version's document is kept across generations while
+// the same Kind values are served there, so a registry change rebuilds only
+// the documents it changed (and the index and v2 document, which list
+// everything, from the kept parts).
 type openAPICache struct {
-	mu    sync.Mutex
-	gen   uint64
+	mu      sync.Mutex
+	gen     uint64
+	kinds   []*registry.Kind
+	byGV    map[string][]*registry.Kind
+	v3      map[string]*v3Entry // by group-version path
+	index   *openAPIDoc
+	v2      *openAPIDoc
+	builder openapispec.Builder
+}
+
+// v3Entry is a group-version's document and the kinds it was built from.
+type v3Entry struct {
 	kinds []*registry.Kind
-	v2    *openAPIDoc
-	v3    map[string]*openAPIDoc // by group-version path; nil entry: none there
-	index *openAPIDoc
+	doc   *openAPIDoc // nil: no kind served there
 }
 
 // openAPICaches maps a *Server to its *openAPICache.
 var openAPICaches sync.Map
 
-// openAPI returns the server's document cache, reset to the current
+// openAPI returns the server's document cache, moved to the current
 // registry snapshot when the registry changed since it was filled.
 func (s *Server) openAPI() *openAPICache {
 	v, ok := openAPICaches.Load(s)
 	if !ok {
-		v, _ = openAPICaches.LoadOrStore(s, &openAPICache{})
+		v, _ = openAPICaches.LoadOrStore(s, &openAPICache{v3: map[string]*v3Entry{}})
 	}
 	c := v.(*openAPICache)
 	snap := s.cfg.Registry.Snapshot()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.kinds == nil || snap.Generation() > c.gen {
-		c.gen = snap.Generation()
-		c.kinds = snap.Kinds()
+		c.gen, c.kinds = snap.Generation(), snap.Kinds()
+		c.byGV = map[string][]*registry.Kind{}
+		for _, k := range c.kinds {
+			p := openapispec.GroupVersionPath(k)
+			c.byGV[p] = append(c.byGV[p], k)
+		}
+		for p, e := range c.v3 {
+			if !sameKinds(e.kinds, c.byGV[p]) {
+				delete(c.v3, p)
+			}
+		}
 		c.v2, c.index = nil, nil
-		c.v3 = map[string]*openAPIDoc{}
+		c.builder.Forget(c.kinds)
 	}
-	c.mu.Unlock()
 	return c
 }
 
-// v3Doc returns the document of a group-version path, or nil when no kind
-// is served there. c.mu must be held.
+func sameKinds(a, b []*registry.Kind) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// v3DocLocked returns the document of a group-version path, or nil when no
+// kind is served there. c.mu must be held.
 func (c *openAPICache) v3DocLocked(gvPath string) (*openAPIDoc, error) {
-	if d, ok := c.v3[gvPath]; ok {
-		return d, nil
+	if e, ok := c.v3[gvPath]; ok {
+		return e.doc, nil
 	}
-	b, err := openapispec.V3(c.kinds, gvPath, Version.GitVersion)
-	if err != nil {
-		return nil, err
-	}
+	kinds := c.byGV[gvPath]
 	var d *openAPIDoc
-	if b != nil {
-		d = newOpenAPIDoc(b)
+	if len(kinds) > 0 {
+		b, err := c.builder.V3(kinds, gvPath, Version.GitVersion)
+		if err != nil {
+			return nil, err
+		}
+		if b != nil {
+			d = newOpenAPIDoc(b)
+		}
 	}
-	c.v3[gvPath] = d
+	c.v3[gvPath] = &v3Entry{kinds: kinds, doc: d}
 	return d, nil
 }
 
@@ -119,8 +155,8 @@ func (c *openAPICache) v3Index() (*openAPIDoc, error) {
 	}
 	index := struct {
 		Paths map[string]entry `json:"paths"`
-	}{Paths: map[string]entry{}}
-	for _, p := range openapispec.GroupVersionPaths(c.kinds) {
+	}{Paths: make(map[string]entry, len(c.byGV))}
+	for p := range c.byGV {
 		d, err := c.v3DocLocked(p)
 		if err != nil {
 			return nil, err
@@ -143,7 +179,7 @@ func (c *openAPICache) v2Doc() (*openAPIDoc, error) {
 	if c.v2 != nil {
 		return c.v2, nil
 	}
-	b, err := openapispec.V2(c.kinds, Version.GitVersion)
+	b, err := c.builder.V2(c.kinds, Version.GitVersion)
 	if err != nil {
 		return nil, err
 	}

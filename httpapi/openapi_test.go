@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -255,6 +256,48 @@ func TestServer_OpenAPINegotiation(t *testing.T) {
 		}
 		if tc.want == http.StatusOK && resp.Header.Get("Content-Type") != "application/json" {
 			t.Errorf("GET %s Accept %q: Content-Type %q", tc.path, tc.accept, resp.Header.Get("Content-Type"))
+		}
+	}
+}
+
+// BenchmarkServer_OpenAPIAfterRegistryChange measures what a client pays
+// for the OpenAPI documents after a kind is added to a registry of 500
+// kinds that supply their own schema (each in its own group): the v3 index,
+// the new group-version's document and the v2 document.
+func BenchmarkServer_OpenAPIAfterRegistryChange(b *testing.B) {
+	b.Run("v3", func(b *testing.B) { benchOpenAPIAfterRegistryChange(b, false) })
+	b.Run("v3+v2", func(b *testing.B) { benchOpenAPIAfterRegistryChange(b, true) })
+}
+
+func benchOpenAPIAfterRegistryChange(b *testing.B, withV2 bool) {
+	reg := registry.Builtin()
+	add := func(i int) {
+		k := widgetKind("v1", "Widget", "widgets")
+		k.GVK.Group = fmt.Sprintf("g%d.example.com", i)
+		reg.Add(k)
+	}
+	for i := 0; i < 500; i++ {
+		add(i)
+	}
+	t := &testing.T{}
+	ts := newOpenAPITestServer(t, reg)
+	get := func(path string) {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %v %v", path, resp, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	get("/openapi/v3")
+	get("/openapi/v2")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		add(1000 + i)
+		get("/openapi/v3")
+		get(fmt.Sprintf("/openapi/v3/apis/g%d.example.com/v1", 1000+i))
+		if withV2 {
+			get("/openapi/v2")
 		}
 	}
 }

@@ -90,153 +90,228 @@ type Info struct {
 	Version string `json:"version"`
 }
 
+// Builder builds documents and keeps the parts of each kind that is not
+// built in (its schemas, converted, and its path items) between builds, so
+// that a document costs about as much as writing its bytes: the built-in
+// parts are copied as they are stored. Safe for concurrent use.
+type Builder struct {
+	mu     sync.Mutex
+	custom map[customKey]*parts
+}
+
+type customKey struct {
+	kind *registry.Kind
+	v2   bool
+}
+
+// parts are the path items and schemas of one kind.
+type parts struct {
+	paths, schemas map[string]json.RawMessage
+	err            error
+}
+
+// Forget drops the parts of kinds not in keep (those of a registry
+// snapshot), so that kinds removed from the registry are not kept.
+func (b *Builder) Forget(keep []*registry.Kind) {
+	live := make(map[*registry.Kind]bool, len(keep))
+	for _, k := range keep {
+		live[k] = true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for key := range b.custom {
+		if !live[key.kind] {
+			delete(b.custom, key)
+		}
+	}
+}
+
+// customParts returns k's parts, built on first use.
+func (b *Builder) customParts(t *extract.Template, k *registry.Kind, v2 bool) *parts {
+	key := customKey{k, v2}
+	b.mu.Lock()
+	p := b.custom[key]
+	b.mu.Unlock()
+	if p != nil {
+		return p
+	}
+	p = &parts{paths: map[string]json.RawMessage{}, schemas: map[string]json.RawMessage{}}
+	p.err = addCustom(p.paths, p.schemas, t, k, v2)
+	b.mu.Lock()
+	if b.custom == nil {
+		b.custom = map[customKey]*parts{}
+	}
+	b.custom[key] = p
+	b.mu.Unlock()
+	return p
+}
+
+func (p *parts) addTo(paths, schemas map[string]json.RawMessage) {
+	for n, v := range p.paths {
+		paths[n] = v
+	}
+	for n, v := range p.schemas {
+		schemas[n] = v
+	}
+}
+
+// V3 is Builder.V3 without keeping parts.
+func V3(kinds []*registry.Kind, gvPath, version string) ([]byte, error) {
+	return new(Builder).V3(kinds, gvPath, version)
+}
+
+// V2 is Builder.V2 without keeping parts.
+func V2(kinds []*registry.Kind, version string) ([]byte, error) {
+	return new(Builder).V2(kinds, version)
+}
+
 // V3 returns the OpenAPI v3 document of the group-version at gvPath
 // ("api/v1", "apis/<group>/<version>") for kinds, or nil when none of the
 // kinds is served there. version is the info.version of the document.
-func V3(kinds []*registry.Kind, gvPath, version string) ([]byte, error) {
+func (b *Builder) V3(kinds []*registry.Kind, gvPath, version string) ([]byte, error) {
 	d, err := load()
 	if err != nil {
 		return nil, err
 	}
-	paths := map[string]any{}
-	pool := map[string]json.RawMessage{}
-	own := map[string]any{}
+	paths := map[string]json.RawMessage{}
+	schemas := map[string]json.RawMessage{}
 	builtin := d.V3[gvPath]
-	var found bool
+	addBuiltin := func(res string) {
+		for p, item := range builtin.Resources[res] {
+			paths[p] = item
+		}
+		for _, n := range builtin.Reach[res] {
+			schemas[n] = builtin.Schemas[n]
+		}
+	}
+	var found, anyBuiltin bool
 	for _, k := range kinds {
 		if GroupVersionPath(k) != gvPath {
 			continue
 		}
 		if k.OpenAPISchema == nil && builtin != nil && builtin.Resources[k.Resource] != nil {
-			if err := addPaths(paths, builtin.Resources[k.Resource], nil); err != nil {
-				return nil, err
-			}
-			for n, s := range builtin.Schemas {
-				pool[n] = s
-			}
-			found = true
+			addBuiltin(k.Resource)
+			found, anyBuiltin = true, true
 			continue
 		}
-		kindSchema, listSchema, err := customSchemas(k, false)
-		if err != nil {
+		p := b.customParts(d.V3Template, k, false)
+		if p.err != nil {
 			continue // kube-apiserver, too, leaves out a kind whose schema does not build
 		}
-		if err := addTemplate(paths, d.V3Template, k); err != nil {
-			return nil, err
-		}
-		for n, s := range d.V3Template.Schemas {
-			pool[n] = s
-		}
-		name := modelName(k.GVK.Group, k.GVK.Version, k.GVK.Kind)
-		own[name] = kindSchema
-		own[modelName(k.GVK.Group, k.GVK.Version, k.ListKind)] = listSchema
+		p.addTo(paths, schemas)
 		found = true
 	}
 	if !found {
 		return nil, nil
 	}
-	if builtin != nil && builtin.Resources[""] != nil {
-		if err := addPaths(paths, builtin.Resources[""], nil); err != nil {
-			return nil, err
-		}
+	if anyBuiltin {
+		addBuiltin("")
 	}
-	roots := []any{paths}
-	for _, s := range own {
-		roots = append(roots, s)
-	}
-	schemas, err := reach(roots, pool, v3Ref)
-	if err != nil {
-		return nil, err
-	}
-	for n, s := range own {
-		schemas[n] = s
-	}
-	doc := map[string]any{
-		"openapi": "3.0.0",
-		"info":    Info{Title: "Kubernetes", Version: version},
-		"paths":   paths,
-		"components": map[string]any{
-			"schemas":         schemas,
-			"securitySchemes": d.V3SecuritySchemes,
-		},
-	}
-	return json.Marshal(doc)
+	var buf bytes.Buffer
+	buf.WriteString(`{"components":{"schemas":`)
+	writeObject(&buf, schemas)
+	buf.WriteString(`,"securitySchemes":`)
+	buf.Write(d.V3SecuritySchemes)
+	buf.WriteString(`},"info":`)
+	writeInfo(&buf, version)
+	buf.WriteString(`,"openapi":"3.0.0","paths":`)
+	writeObject(&buf, paths)
+	buf.WriteString("}")
+	return buf.Bytes(), nil
 }
 
 // V2 returns the OpenAPI v2 document of kinds.
-func V2(kinds []*registry.Kind, version string) ([]byte, error) {
+func (b *Builder) V2(kinds []*registry.Kind, version string) ([]byte, error) {
 	d, err := load()
 	if err != nil {
 		return nil, err
 	}
-	paths := map[string]any{}
-	pool := map[string]json.RawMessage{}
-	for n, s := range d.V2.Definitions {
-		pool[n] = s
+	paths := map[string]json.RawMessage{}
+	defs := map[string]json.RawMessage{}
+	addBuiltin := func(gvPath, res string) {
+		for p, item := range d.V2.Resources[gvPath][res] {
+			paths[p] = item
+		}
+		for _, n := range d.V2.Reach[gvPath][res] {
+			defs[n] = d.V2.Definitions[n]
+		}
 	}
-	for n, s := range d.V2.Template.Schemas {
-		pool[n] = s
-	}
-	own := map[string]any{}
 	gvs := map[string]bool{}
 	for _, k := range kinds {
 		p := GroupVersionPath(k)
-		builtin := d.V2.Resources[p]
-		if k.OpenAPISchema == nil && builtin != nil && builtin[k.Resource] != nil {
-			if err := addPaths(paths, builtin[k.Resource], nil); err != nil {
-				return nil, err
-			}
+		if k.OpenAPISchema == nil && d.V2.Resources[p][k.Resource] != nil {
+			addBuiltin(p, k.Resource)
 			gvs[p] = true
 			continue
 		}
-		kindSchema, listSchema, err := customSchemas(k, true)
-		if err != nil {
-			continue
+		if p := b.customParts(d.V2.Template, k, true); p.err == nil { // left out on error, as in V3
+			p.addTo(paths, defs)
 		}
-		if err := addTemplate(paths, d.V2.Template, k); err != nil {
-			return nil, err
-		}
-		own[modelName(k.GVK.Group, k.GVK.Version, k.GVK.Kind)] = kindSchema
-		own[modelName(k.GVK.Group, k.GVK.Version, k.ListKind)] = listSchema
 	}
 	for p := range gvs {
-		if root := d.V2.Resources[p][""]; root != nil {
-			if err := addPaths(paths, root, nil); err != nil {
-				return nil, err
-			}
-		}
+		addBuiltin(p, "")
 	}
-	params := map[string]json.RawMessage{}
-	var rootParams []any
-	if ps, err := reach([]any{paths}, d.V2.Parameters, "#/parameters/"); err != nil {
-		return nil, err
-	} else {
-		for n, p := range ps {
-			params[n] = mustRaw(p)
-			rootParams = append(rootParams, p)
-		}
-	}
-	roots := append([]any{paths}, rootParams...)
-	for _, s := range own {
-		roots = append(roots, s)
-	}
-	defs, err := reach(roots, pool, v2Ref)
+	var buf bytes.Buffer
+	buf.WriteString(`{"definitions":`)
+	writeObject(&buf, defs)
+	buf.WriteString(`,"info":`)
+	writeInfo(&buf, version)
+	buf.WriteString(`,"parameters":`)
+	writeObject(&buf, d.V2.Parameters)
+	buf.WriteString(`,"paths":`)
+	writeObject(&buf, paths)
+	buf.WriteString(`,"security":`)
+	buf.Write(d.V2.Security)
+	buf.WriteString(`,"securityDefinitions":`)
+	buf.Write(d.V2.SecurityDefinitions)
+	buf.WriteString(`,"swagger":"2.0"}`)
+	return buf.Bytes(), nil
+}
+
+// addCustom adds the path items and schemas of a kind that is not built
+// in: the template's, with k's names, and k's own schemas.
+func addCustom(paths, schemas map[string]json.RawMessage, t *extract.Template, k *registry.Kind, v2 bool) error {
+	kindSchema, listSchema, err := customSchemas(k, v2)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	for n, s := range own {
-		defs[n] = s
+	ks, err := json.Marshal(kindSchema)
+	if err != nil {
+		return fmt.Errorf("schema of %s: %w", k.GVK, err)
 	}
-	doc := map[string]any{
-		"swagger":             "2.0",
-		"info":                Info{Title: "Kubernetes", Version: version},
-		"paths":               paths,
-		"definitions":         defs,
-		"parameters":          params,
-		"securityDefinitions": d.V2.SecurityDefinitions,
-		"security":            d.V2.Security,
+	ls, err := json.Marshal(listSchema)
+	if err != nil {
+		return fmt.Errorf("schema of %s: %w", k.GVK, err)
 	}
-	return json.Marshal(doc)
+	items := t.Cluster
+	if k.Namespaced {
+		items = t.Namespaced
+	}
+	r := strings.NewReplacer(
+		extract.PHGroupVersionPath, GroupVersionPath(k),
+		extract.PHResource, k.Resource,
+		extract.PHSchema, modelName(k.GVK.Group, k.GVK.Version, k.GVK.Kind),
+		extract.PHKind, k.GVK.Kind,
+		extract.PHGroup, k.GVK.Group,
+		extract.PHVersion, k.GVK.Version,
+		extract.PHOperationGV, operationGV(k.GVK.Group, k.GVK.Version),
+		extract.PHTag, tag(k.GVK.Group, k.GVK.Version),
+	)
+	subs := []string{""}
+	if k.StatusSubresource {
+		subs = append(subs, "status")
+	}
+	for _, sub := range subs {
+		for p, item := range items[sub] {
+			paths[r.Replace(p)] = json.RawMessage(r.Replace(string(item)))
+		}
+	}
+	for n, s := range t.Schemas {
+		schemas[n] = s
+	}
+	schemas[modelName(k.GVK.Group, k.GVK.Version, k.GVK.Kind)] = ks
+	schemas[modelName(k.GVK.Group, k.GVK.Version, k.ListKind)] = ls
+	return nil
 }
 
 // GroupVersionPaths returns the group-version paths of kinds, sorted.
@@ -252,48 +327,6 @@ func GroupVersionPaths(kinds []*registry.Kind) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// addPaths decodes path items into paths, replacing placeholders with r
-// when r is not nil.
-func addPaths(paths map[string]any, items map[string]json.RawMessage, r *strings.Replacer) error {
-	for p, item := range items {
-		if r != nil {
-			p = r.Replace(p)
-			item = json.RawMessage(r.Replace(string(item)))
-		}
-		v, err := decode(item)
-		if err != nil {
-			return fmt.Errorf("decode path item %s: %w", p, err)
-		}
-		paths[p] = v
-	}
-	return nil
-}
-
-// addTemplate adds the template's path items for k.
-func addTemplate(paths map[string]any, t *extract.Template, k *registry.Kind) error {
-	items := t.Cluster
-	if k.Namespaced {
-		items = t.Namespaced
-	}
-	r := strings.NewReplacer(
-		extract.PHGroupVersionPath, GroupVersionPath(k),
-		extract.PHResource, k.Resource,
-		extract.PHSchema, modelName(k.GVK.Group, k.GVK.Version, k.GVK.Kind),
-		extract.PHKind, k.GVK.Kind,
-		extract.PHGroup, k.GVK.Group,
-		extract.PHVersion, k.GVK.Version,
-		extract.PHOperationGV, operationGV(k.GVK.Group, k.GVK.Version),
-		extract.PHTag, tag(k.GVK.Group, k.GVK.Version),
-	)
-	if err := addPaths(paths, items[""], r); err != nil {
-		return err
-	}
-	if k.StatusSubresource {
-		return addPaths(paths, items["status"], r)
-	}
-	return nil
 }
 
 // modelName is kube-apiserver's schema name of a custom resource kind: the
@@ -460,41 +493,34 @@ func toV2(s map[string]any) {
 	}
 }
 
-// reach returns the entries of pool named by $ref (with prefix) in roots,
-// and those they reach, decoded.
-func reach(roots []any, pool map[string]json.RawMessage, prefix string) (map[string]any, error) {
-	out := map[string]any{}
-	var err error
-	var visit func(v any)
-	visit = func(v any) {
-		switch x := v.(type) {
-		case map[string]any:
-			if ref, ok := x["$ref"].(string); ok && strings.HasPrefix(ref, prefix) {
-				name := ref[len(prefix):]
-				if _, done := out[name]; !done {
-					if raw, ok := pool[name]; ok {
-						s, e := decode(raw)
-						if e != nil && err == nil {
-							err = e
-						}
-						out[name] = s
-						visit(s)
-					}
-				}
-			}
-			for _, e := range x {
-				visit(e)
-			}
-		case []any:
-			for _, e := range x {
-				visit(e)
-			}
+// writeObject writes m as a JSON object with its keys sorted. The values
+// are compact JSON already (the data file's, or encoding/json's output), so
+// they are copied as they are.
+func writeObject(buf *bytes.Buffer, m map[string]json.RawMessage) {
+	keys := make([]string, 0, len(m))
+	n := 2
+	for k, v := range m {
+		keys = append(keys, k)
+		n += len(k) + len(v) + 4
+	}
+	sort.Strings(keys)
+	buf.Grow(n)
+	buf.WriteByte('{')
+	for i, k := range keys {
+		if i > 0 {
+			buf.WriteByte(',')
 		}
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		buf.Write(m[k])
 	}
-	for _, r := range roots {
-		visit(r)
-	}
-	return out, err
+	buf.WriteByte('}')
+}
+
+func writeInfo(buf *bytes.Buffer, version string) {
+	b, _ := json.Marshal(Info{Title: "Kubernetes", Version: version})
+	buf.Write(b)
 }
 
 // decode decodes JSON with numbers kept as written.
@@ -506,12 +532,4 @@ func decode(b []byte) (any, error) {
 		return nil, err
 	}
 	return v, nil
-}
-
-func mustRaw(v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return b
 }

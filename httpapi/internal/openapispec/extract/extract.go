@@ -48,6 +48,9 @@ type GroupVersion struct {
 	// Resources maps a resource ("configmaps"; "" for the group-version's
 	// discovery path) to its path items, keyed by path.
 	Resources map[string]map[string]json.RawMessage `json:"resources"`
+	// Reach maps a resource to the names of the schemas its path items
+	// reach, sorted.
+	Reach map[string][]string `json:"reach"`
 	// Schemas are the components.schemas the path items reach.
 	Schemas map[string]json.RawMessage `json:"schemas"`
 }
@@ -68,6 +71,9 @@ type Template struct {
 type Swagger struct {
 	// Resources maps a group-version path and a resource to path items.
 	Resources map[string]map[string]map[string]json.RawMessage `json:"resources"`
+	// Reach maps a group-version path and a resource to the names of the
+	// definitions its path items reach (through parameters too), sorted.
+	Reach map[string]map[string][]string `json:"reach"`
 	// Template is the custom resource template, with #/definitions/ refs.
 	Template *Template `json:"template"`
 	// Parameters are the shared parameters the path items reach.
@@ -155,8 +161,9 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 		}
 		paths, _ := doc["paths"].(map[string]any)
 		schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
-		gv := &GroupVersion{Resources: map[string]map[string]json.RawMessage{}}
+		gv := &GroupVersion{Resources: map[string]map[string]json.RawMessage{}, Reach: map[string][]string{}}
 		var kept []any
+		byRes := map[string][]any{}
 		for path, item := range paths {
 			res, ok := classify(path, p, kinds)
 			if !ok {
@@ -167,10 +174,16 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 			}
 			gv.Resources[res][path] = raw(item)
 			kept = append(kept, item)
+			byRes[res] = append(byRes[res], item)
 		}
 		gv.Schemas, err = closure(kept, schemas, "#/components/schemas/")
 		if err != nil {
 			return nil, fmt.Errorf("schemas of %s: %w", p, err)
+		}
+		for res, items := range byRes {
+			if gv.Reach[res], err = names(items, schemas, "#/components/schemas/"); err != nil {
+				return nil, err
+			}
 		}
 		d.V3[p] = gv
 	}
@@ -186,9 +199,11 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.V2 = &Swagger{Resources: map[string]map[string]map[string]json.RawMessage{}, SecurityDefinitions: raw(swagger["securityDefinitions"]), Security: raw(swagger["security"])}
+	d.V2 = &Swagger{Resources: map[string]map[string]map[string]json.RawMessage{}, Reach: map[string]map[string][]string{}, SecurityDefinitions: raw(swagger["securityDefinitions"]), Security: raw(swagger["security"])}
 	defs := swagger["definitions"].(map[string]any)
+	params := swagger["parameters"].(map[string]any)
 	var kept []any
+	byRes := map[[2]string][]any{}
 	for path, item := range swagger["paths"].(map[string]any) {
 		for p, kinds := range byGV {
 			if len(kinds) == 0 {
@@ -206,9 +221,29 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 			}
 			d.V2.Resources[p][res][path] = raw(item)
 			kept = append(kept, item)
+			byRes[[2]string{p, res}] = append(byRes[[2]string{p, res}], item)
 		}
 	}
-	if d.V2.Parameters, err = closure(kept, swagger["parameters"].(map[string]any), "#/parameters/"); err != nil {
+	for key, items := range byRes {
+		ps, err := closure(items, params, "#/parameters/")
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			var v any
+			if err := unmarshal(p, &v); err != nil {
+				return nil, err
+			}
+			items = append(items, v)
+		}
+		if d.V2.Reach[key[0]] == nil {
+			d.V2.Reach[key[0]] = map[string][]string{}
+		}
+		if d.V2.Reach[key[0]][key[1]], err = names(items, defs, "#/definitions/"); err != nil {
+			return nil, err
+		}
+	}
+	if d.V2.Parameters, err = closure(kept, params, "#/parameters/"); err != nil {
 		return nil, fmt.Errorf("v2 parameters: %w", err)
 	}
 	for _, p := range d.V2.Parameters {
@@ -231,12 +266,8 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("marshal data: %w", err)
 	}
-	var buf bytes.Buffer
-	if err := json.Indent(&buf, out, "", " "); err != nil {
-		return nil, err
-	}
-	buf.WriteByte('\n')
-	return buf.Bytes(), nil
+	// Compact, as the documents are assembled from the values as they are.
+	return append(out, '\n'), nil
 }
 
 func gvPath(group, version string) string {
@@ -448,6 +479,20 @@ func closure(roots []any, all map[string]any, refPrefix string) (map[string]json
 		sort.Strings(missing)
 		return nil, fmt.Errorf("schemas not found: %v", missing)
 	}
+	return out, nil
+}
+
+// names returns the sorted names of the closure of roots in all.
+func names(roots []any, all map[string]any, refPrefix string) ([]string, error) {
+	c, err := closure(roots, all, refPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(c))
+	for n := range c {
+		out = append(out, n)
+	}
+	sort.Strings(out)
 	return out, nil
 }
 
