@@ -21,15 +21,15 @@ import (
 
 // edgeapi serves kube-apiserver's OpenAPI documents: /openapi/v2 and
 // /openapi/v3, the index of group-versions with a hash per document and one
-// document per group-version, with
-// kube-apiserver's schemas for the built-in kinds and each kind's own schema
-// otherwise (see package openapispec). kubectl reads them for explain, for
-// client-side apply's strategic merge patches and to learn that the server
-// validates fields itself.
+// document per group-version, with kube-apiserver's schemas for the
+// built-in kinds and each kind's own schema otherwise (see package
+// openapispec). kubectl reads them for explain, for client-side apply's
+// strategic merge patches and to learn that the server validates fields
+// itself.
 //
 // The documents follow the registry: they are built from a snapshot on
-// first request and kept until the snapshot's generation changes, so
-// serving one is a map lookup.
+// first request and kept for its generation (a group-version's document
+// for as long as its kinds stay the same), so serving one is a map lookup.
 //
 // The documents are served in JSON only: a client that accepts nothing but
 // the protobuf forms gets 406, as kube-apiserver answers a form it does not
@@ -71,7 +71,9 @@ type v3Entry struct {
 	doc   *openAPIDoc // nil: no kind served there
 }
 
-// openAPICaches maps a *Server to its *openAPICache.
+// openAPICaches maps a *Server to its *openAPICache (kept here rather than
+// in Server; an entry lives as long as the process, which runs one Server
+// outside tests).
 var openAPICaches sync.Map
 
 // openAPI returns the server's document cache, moved to the current

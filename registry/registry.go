@@ -109,11 +109,12 @@ type Kind struct {
 	// (a reference to ObjectMeta) are set in its properties,
 	// x-kubernetes-group-version-kind is added, the list kind gets a schema
 	// of its own, and the v2 document drops what v2 cannot say. It is called
-	// when a document of the kind's group-version is first built for a
-	// registry snapshot (documents are cached per Snapshot.Generation), so
-	// it must be cheap and return the same bytes for the life of the Kind
-	// value; a kind whose schema changes is registered again as a new Kind.
-	// An error leaves the kind out of the documents. When nil, a built-in
+	// when the documents are first built after the Kind value is
+	// registered (once for v3, once for v2), and the result is kept for the
+	// life of that Kind value: a kind whose schema changes is registered
+	// again as a new Kind, which rebuilds the documents of its
+	// group-version and changes their hash. An error leaves the kind out
+	// of the documents. When nil, a built-in
 	// kind is described by kube-apiserver's own schemas (see
 	// httpapi/internal/openapispec), and any other kind as an object that
 	// accepts any fields.
