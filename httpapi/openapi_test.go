@@ -179,8 +179,8 @@ func TestServer_OpenAPIV3CustomKind(t *testing.T) {
 	if got := w.Properties["spec"].Properties["tags"].Extensions["x-kubernetes-list-type"]; got != "set" {
 		t.Errorf("spec.tags x-kubernetes-list-type = %v, want set", got)
 	}
-	if m := w.Properties["metadata"]; m.Ref.String() != "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" {
-		t.Errorf("metadata $ref = %q", m.Ref.String())
+	if m := w.Properties["metadata"]; len(m.AllOf) != 1 || m.AllOf[0].Ref.String() != "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" {
+		t.Errorf("metadata = %+v, want allOf a $ref to ObjectMeta", m)
 	}
 	for _, f := range []string{"apiVersion", "kind"} {
 		if p := w.Properties[f]; len(p.Type) != 1 || p.Type[0] != "string" || p.Description == "" {

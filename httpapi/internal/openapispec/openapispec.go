@@ -403,10 +403,7 @@ func customSchemas(k *registry.Kind, v2 bool) (kindSchema, listSchema map[string
 		typeMeta := metav1.TypeMeta{}.SwaggerDoc()
 		props["apiVersion"] = map[string]any{"type": "string", "description": typeMeta["apiVersion"]}
 		props["kind"] = map[string]any{"type": "string", "description": typeMeta["kind"]}
-		props["metadata"] = map[string]any{
-			"$ref":        ref + "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta",
-			"description": metav1.PartialObjectMetadata{}.SwaggerDoc()["metadata"],
-		}
+		props["metadata"] = describedRef(ref+"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", metav1.PartialObjectMetadata{}.SwaggerDoc()["metadata"], v2)
 	}
 	kindSchema["x-kubernetes-group-version-kind"] = []any{gvk(k.GVK.Group, k.GVK.Version, k.GVK.Kind)}
 	typeMeta := metav1.TypeMeta{}.SwaggerDoc()
@@ -422,14 +419,21 @@ func customSchemas(k *registry.Kind, v2 bool) (kindSchema, listSchema map[string
 				"description": fmt.Sprintf("List of %s. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md", k.Resource),
 				"items":       map[string]any{"$ref": ref + modelName(k.GVK.Group, k.GVK.Version, k.GVK.Kind)},
 			},
-			"metadata": map[string]any{
-				"$ref":        ref + "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta",
-				"description": metav1.PartialObjectMetadataList{}.SwaggerDoc()["metadata"],
-			},
+			"metadata": describedRef(ref+"io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta", metav1.PartialObjectMetadataList{}.SwaggerDoc()["metadata"], v2),
 		},
 		"x-kubernetes-group-version-kind": []any{gvk(k.GVK.Group, k.GVK.Version, k.ListKind)},
 	}
 	return kindSchema, listSchema, nil
+}
+
+// describedRef is a reference with a description: v2 puts them side by
+// side, v3 (where $ref has no siblings) wraps the reference in allOf, as
+// kube-openapi's v3 builder does.
+func describedRef(ref, description string, v2 bool) map[string]any {
+	if v2 {
+		return map[string]any{"$ref": ref, "description": description}
+	}
+	return map[string]any{"allOf": []any{map[string]any{"$ref": ref}}, "description": description}
 }
 
 func gvk(group, version, kind string) map[string]any {
