@@ -324,7 +324,9 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 		kind := &registry.Kind{Resource: tk.resource, Namespaced: tk == templateNamespaced, StatusSubresource: true}
 		for path, item := range doc["paths"].(map[string]any) {
 			res, ok := classify(path, tk.gvPath, []*registry.Kind{kind})
-			if !ok || res == "" {
+			if !ok || res == "" || strings.Contains(path, "/watch/") {
+				// kube-apiserver publishes no /watch/ paths for custom
+				// resources
 				continue
 			}
 			sub := ""
@@ -372,6 +374,19 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 	return t, err
 }
 
+// notForCustomResources are the media types of built-in kinds' operations
+// that custom resources do not have: strategic merge patch (refused with
+// 415), and Protobuf and CBOR (kube-apiserver's CRD builder lists JSON and
+// YAML only).
+var notForCustomResources = map[string]bool{
+	"application/strategic-merge-patch+json":           true,
+	"application/apply-patch+cbor":                     true,
+	"application/cbor":                                 true,
+	"application/cbor-seq":                             true,
+	"application/vnd.kubernetes.protobuf":              true,
+	"application/vnd.kubernetes.protobuf;stream=watch": true,
+}
+
 // templatize replaces a template kind's names in one path item.
 func templatize(path string, item any, tk templateKind, refPrefix string) (json.RawMessage, error) {
 	var walk func(key string, v any) any
@@ -382,19 +397,17 @@ func templatize(path string, item any, tk templateKind, refPrefix string) (json.
 				return map[string]any{"group": PHGroup, "version": PHVersion, "kind": PHKind}
 			}
 			for k, e := range x {
-				if k == "application/strategic-merge-patch+json" {
-					// custom resources refuse strategic merge patches
+				if notForCustomResources[k] {
 					delete(x, k)
 					continue
 				}
 				x[k] = walk(k, e)
 			}
-			// a v2 patch lists its media types under consumes
 			return x
 		case []any:
 			var out []any
 			for _, e := range x {
-				if key == "consumes" && e == "application/strategic-merge-patch+json" {
+				if m, ok := e.(string); ok && (key == "consumes" || key == "produces") && notForCustomResources[m] {
 					continue
 				}
 				out = append(out, walk("", e))
