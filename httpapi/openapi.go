@@ -201,10 +201,13 @@ func (s *Server) serveOpenAPIV3(c echo.Context) error {
 		if err != nil {
 			return s.writeError(c, err)
 		}
-		// kube-apiserver's index answers text/plain: its handler sets
-		// application/json, which http.ServeContent's sniffing overrides.
-		c.Response().Header().Set("Etag", strconv.Quote(d.etag))
-		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", d.json)
+		// kube-apiserver 1.36 answers the index as text/plain (s33
+		// openapi-v3-index), with an ETag and conditional requests.
+		h := c.Response().Header()
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+		h.Set("Etag", strconv.Quote(d.etag))
+		http.ServeContent(c.Response(), c.Request(), "", d.built, bytes.NewReader(d.json))
+		return nil
 	}
 	d, err := cache.v3Doc(sub)
 	if err != nil {

@@ -226,6 +226,33 @@ func TestServer_OpenAPIV3CustomKind(t *testing.T) {
 	}
 }
 
+// TestServer_OpenAPIConditional: the index and the documents answer 304
+// to If-None-Match with their ETag.
+func TestServer_OpenAPIConditional(t *testing.T) {
+	ts := newOpenAPITestServer(t, registry.Builtin())
+	for _, path := range []string{"/openapi/v3", "/openapi/v3/api/v1", "/openapi/v2"} {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		etag := resp.Header.Get("Etag")
+		if resp.StatusCode != http.StatusOK || etag == "" {
+			t.Fatalf("GET %s = %d, ETag %q", path, resp.StatusCode, etag)
+		}
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+path, nil)
+		req.Header.Set("If-None-Match", etag)
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified {
+			t.Errorf("GET %s If-None-Match its ETag = %d, want 304", path, resp.StatusCode)
+		}
+	}
+}
+
 // TestServer_OpenAPINegotiation: JSON is served to */* and application/json;
 // a client that accepts only protobuf gets 406.
 func TestServer_OpenAPINegotiation(t *testing.T) {
