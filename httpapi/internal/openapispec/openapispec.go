@@ -3,7 +3,7 @@
 // snapshot.
 //
 // The built-in kinds' path items and schemas are kube-apiserver's own:
-// data.json.gz holds, for the kinds of registry.Builtin(), the path items
+// data.bin.gz holds, for the kinds of registry.Builtin(), the path items
 // and the schemas they reach from the OpenAPI documents the Kubernetes
 // release named in extract.KubernetesModule publishes (api/openapi-spec),
 // extracted by `go generate ./httpapi/internal/openapispec` (see gen/), and
@@ -19,7 +19,7 @@ package openapispec
 import (
 	"bytes"
 	"compress/gzip"
-	_ "embed" // data.json.gz
+	_ "embed" // data.bin.gz
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,7 +37,7 @@ import (
 
 // DataGz is the generated data file, gzip-compressed.
 //
-//go:embed data.json.gz
+//go:embed data.bin.gz
 var DataGz []byte
 
 var (
@@ -60,12 +60,7 @@ func load() (*extract.Data, error) {
 			dataErr = fmt.Errorf("read openapi data: %w", err)
 			return
 		}
-		var d extract.Data
-		if err := json.Unmarshal(b, &d); err != nil {
-			dataErr = fmt.Errorf("parse openapi data: %w", err)
-			return
-		}
-		data = &d
+		data, dataErr = extract.Decode(b)
 	})
 	return data, dataErr
 }
@@ -106,7 +101,7 @@ type customKey struct {
 
 // parts are the path items and schemas of one kind.
 type parts struct {
-	paths, schemas map[string]json.RawMessage
+	paths, schemas map[string]extract.Blob
 	err            error
 }
 
@@ -135,7 +130,7 @@ func (b *Builder) customParts(t *extract.Template, k *registry.Kind, v2 bool) *p
 	if p != nil {
 		return p
 	}
-	p = &parts{paths: map[string]json.RawMessage{}, schemas: map[string]json.RawMessage{}}
+	p = &parts{paths: map[string]extract.Blob{}, schemas: map[string]extract.Blob{}}
 	p.err = addCustom(p.paths, p.schemas, t, k, v2)
 	b.mu.Lock()
 	if b.custom == nil {
@@ -146,7 +141,7 @@ func (b *Builder) customParts(t *extract.Template, k *registry.Kind, v2 bool) *p
 	return p
 }
 
-func (p *parts) addTo(paths, schemas map[string]json.RawMessage) {
+func (p *parts) addTo(paths, schemas map[string]extract.Blob) {
 	for n, v := range p.paths {
 		paths[n] = v
 	}
@@ -173,8 +168,8 @@ func (b *Builder) V3(kinds []*registry.Kind, gvPath, version string) ([]byte, er
 	if err != nil {
 		return nil, err
 	}
-	paths := map[string]json.RawMessage{}
-	schemas := map[string]json.RawMessage{}
+	paths := map[string]extract.Blob{}
+	schemas := map[string]extract.Blob{}
 	builtin := d.V3[gvPath]
 	addBuiltin := func(res string) {
 		for p, item := range builtin.Resources[res] {
@@ -226,8 +221,8 @@ func (b *Builder) V2(kinds []*registry.Kind, version string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	paths := map[string]json.RawMessage{}
-	defs := map[string]json.RawMessage{}
+	paths := map[string]extract.Blob{}
+	defs := map[string]extract.Blob{}
 	addBuiltin := func(gvPath, res string) {
 		for p, item := range d.V2.Resources[gvPath][res] {
 			paths[p] = item
@@ -270,7 +265,7 @@ func (b *Builder) V2(kinds []*registry.Kind, version string) ([]byte, error) {
 
 // addCustom adds the path items and schemas of a kind that is not built
 // in: the template's, with k's names, and k's own schemas.
-func addCustom(paths, schemas map[string]json.RawMessage, t *extract.Template, k *registry.Kind, v2 bool) error {
+func addCustom(paths, schemas map[string]extract.Blob, t *extract.Template, k *registry.Kind, v2 bool) error {
 	kindSchema, listSchema, err := customSchemas(k, v2)
 	if err != nil {
 		return err
@@ -303,7 +298,7 @@ func addCustom(paths, schemas map[string]json.RawMessage, t *extract.Template, k
 	}
 	for _, sub := range subs {
 		for p, item := range items[sub] {
-			paths[r.Replace(p)] = json.RawMessage(r.Replace(string(item)))
+			paths[r.Replace(p)] = extract.Blob(r.Replace(string(item)))
 		}
 	}
 	for n, s := range t.Schemas {
@@ -500,7 +495,7 @@ func toV2(s map[string]any) {
 // writeObject writes m as a JSON object with its keys sorted. The values
 // are compact JSON already (the data file's, or encoding/json's output), so
 // they are copied as they are.
-func writeObject(buf *bytes.Buffer, m map[string]json.RawMessage) {
+func writeObject(buf *bytes.Buffer, m map[string]extract.Blob) {
 	keys := make([]string, 0, len(m))
 	n := 2
 	for k, v := range m {

@@ -33,7 +33,7 @@ func TestDataGz_MatchesKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Fatalf("data.json.gz (%d bytes unpacked) differs from a fresh extraction (%d bytes): run go generate ./httpapi/internal/openapispec", len(got), len(want))
+		t.Fatalf("data.bin.gz (%d bytes unpacked) differs from a fresh extraction (%d bytes): run go generate ./httpapi/internal/openapispec", len(got), len(want))
 	}
 }
 

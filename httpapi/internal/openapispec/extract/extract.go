@@ -34,7 +34,7 @@ type Data struct {
 	V3 map[string]*GroupVersion `json:"v3"`
 	// V3SecuritySchemes is the components.securitySchemes of every
 	// group-version document.
-	V3SecuritySchemes json.RawMessage `json:"v3SecuritySchemes"`
+	V3SecuritySchemes Blob `json:"v3SecuritySchemes"`
 	// V3Template holds the path items of a custom resource, with
 	// placeholders (see Placeholders), and the schemas they reach.
 	V3Template *Template `json:"v3Template"`
@@ -47,12 +47,12 @@ type Data struct {
 type GroupVersion struct {
 	// Resources maps a resource ("configmaps"; "" for the group-version's
 	// discovery path) to its path items, keyed by path.
-	Resources map[string]map[string]json.RawMessage `json:"resources"`
+	Resources map[string]map[string]Blob `json:"resources"`
 	// Reach maps a resource to the names of the schemas its path items
 	// reach, sorted.
 	Reach map[string][]string `json:"reach"`
 	// Schemas are the components.schemas the path items reach.
-	Schemas map[string]json.RawMessage `json:"schemas"`
+	Schemas map[string]Blob `json:"schemas"`
 }
 
 // Template is the path items of a custom resource kind.
@@ -60,29 +60,29 @@ type Template struct {
 	// Namespaced and Cluster map a subresource ("" for the main resource,
 	// "status") to path items keyed by path, for a namespaced and a
 	// cluster-scoped kind.
-	Namespaced map[string]map[string]json.RawMessage `json:"namespaced"`
-	Cluster    map[string]map[string]json.RawMessage `json:"cluster"`
+	Namespaced map[string]map[string]Blob `json:"namespaced"`
+	Cluster    map[string]map[string]Blob `json:"cluster"`
 	// Schemas are the schemas the path items reach, besides the kind's and
 	// its list's own (ObjectMeta, Status, DeleteOptions, ...).
-	Schemas map[string]json.RawMessage `json:"schemas"`
+	Schemas map[string]Blob `json:"schemas"`
 }
 
 // Swagger is the OpenAPI v2 part of the data.
 type Swagger struct {
 	// Resources maps a group-version path and a resource to path items.
-	Resources map[string]map[string]map[string]json.RawMessage `json:"resources"`
+	Resources map[string]map[string]map[string]Blob `json:"resources"`
 	// Reach maps a group-version path and a resource to the names of the
 	// definitions its path items reach (through parameters too), sorted.
 	Reach map[string]map[string][]string `json:"reach"`
 	// Template is the custom resource template, with #/definitions/ refs.
 	Template *Template `json:"template"`
 	// Parameters are the shared parameters the path items reach.
-	Parameters map[string]json.RawMessage `json:"parameters"`
+	Parameters map[string]Blob `json:"parameters"`
 	// Definitions are the definitions the path items reach.
-	Definitions map[string]json.RawMessage `json:"definitions"`
+	Definitions map[string]Blob `json:"definitions"`
 	// SecurityDefinitions and Security are the document's own.
-	SecurityDefinitions json.RawMessage `json:"securityDefinitions"`
-	Security            json.RawMessage `json:"security"`
+	SecurityDefinitions Blob `json:"securityDefinitions"`
+	Security            Blob `json:"security"`
 }
 
 // Placeholders in template path items and schemas, replaced at run time.
@@ -161,7 +161,7 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 		}
 		paths, _ := doc["paths"].(map[string]any)
 		schemas := doc["components"].(map[string]any)["schemas"].(map[string]any)
-		gv := &GroupVersion{Resources: map[string]map[string]json.RawMessage{}, Reach: map[string][]string{}}
+		gv := &GroupVersion{Resources: map[string]map[string]Blob{}, Reach: map[string][]string{}}
 		var kept []any
 		byRes := map[string][]any{}
 		for path, item := range paths {
@@ -170,7 +170,7 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 				continue
 			}
 			if gv.Resources[res] == nil {
-				gv.Resources[res] = map[string]json.RawMessage{}
+				gv.Resources[res] = map[string]Blob{}
 			}
 			gv.Resources[res][path] = raw(item)
 			kept = append(kept, item)
@@ -199,7 +199,7 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.V2 = &Swagger{Resources: map[string]map[string]map[string]json.RawMessage{}, Reach: map[string]map[string][]string{}, SecurityDefinitions: raw(swagger["securityDefinitions"]), Security: raw(swagger["security"])}
+	d.V2 = &Swagger{Resources: map[string]map[string]map[string]Blob{}, Reach: map[string]map[string][]string{}, SecurityDefinitions: raw(swagger["securityDefinitions"]), Security: raw(swagger["security"])}
 	defs := swagger["definitions"].(map[string]any)
 	params := swagger["parameters"].(map[string]any)
 	var kept []any
@@ -214,10 +214,10 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 				continue
 			}
 			if d.V2.Resources[p] == nil {
-				d.V2.Resources[p] = map[string]map[string]json.RawMessage{}
+				d.V2.Resources[p] = map[string]map[string]Blob{}
 			}
 			if d.V2.Resources[p][res] == nil {
-				d.V2.Resources[p][res] = map[string]json.RawMessage{}
+				d.V2.Resources[p][res] = map[string]Blob{}
 			}
 			d.V2.Resources[p][res][path] = raw(item)
 			kept = append(kept, item)
@@ -262,12 +262,7 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 	}); err != nil {
 		return nil, err
 	}
-	out, err := json.Marshal(d)
-	if err != nil {
-		return nil, fmt.Errorf("marshal data: %w", err)
-	}
-	// Compact, as the documents are assembled from the values as they are.
-	return append(out, '\n'), nil
+	return Encode(d)
 }
 
 func gvPath(group, version string) string {
@@ -320,7 +315,7 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 	var kept []any
 	for _, tk := range []templateKind{templateNamespaced, templateCluster} {
 		doc := docs[tk.gvPath]
-		out := map[string]map[string]json.RawMessage{}
+		out := map[string]map[string]Blob{}
 		kind := &registry.Kind{Resource: tk.resource, Namespaced: tk == templateNamespaced, StatusSubresource: true}
 		for path, item := range doc["paths"].(map[string]any) {
 			res, ok := classify(path, tk.gvPath, []*registry.Kind{kind})
@@ -339,7 +334,7 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 			}
 			newPath := strings.Replace(strings.Replace(path, "/"+tk.gvPath+"/", "/"+PHGroupVersionPath+"/", 1), "/"+tk.resource, "/"+PHResource, 1)
 			if out[sub] == nil {
-				out[sub] = map[string]json.RawMessage{}
+				out[sub] = map[string]Blob{}
 			}
 			out[sub][newPath] = b
 			var v any
@@ -388,7 +383,7 @@ var notForCustomResources = map[string]bool{
 }
 
 // templatize replaces a template kind's names in one path item.
-func templatize(path string, item any, tk templateKind, refPrefix string) (json.RawMessage, error) {
+func templatize(path string, item any, tk templateKind, refPrefix string) (Blob, error) {
 	var walk func(key string, v any) any
 	walk = func(key string, v any) any {
 		switch x := v.(type) {
@@ -455,8 +450,8 @@ func templatize(path string, item any, tk templateKind, refPrefix string) (json.
 
 // closure returns the schemas named by $ref in roots, and those they
 // reach, from all.
-func closure(roots []any, all map[string]any, refPrefix string) (map[string]json.RawMessage, error) {
-	out := map[string]json.RawMessage{}
+func closure(roots []any, all map[string]any, refPrefix string) (map[string]Blob, error) {
+	out := map[string]Blob{}
 	var missing []string
 	var visit func(v any)
 	visit = func(v any) {
@@ -528,7 +523,7 @@ func unmarshal(b []byte, v any) error {
 	return dec.Decode(v)
 }
 
-func raw(v any) json.RawMessage {
+func raw(v any) Blob {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)

@@ -1,4 +1,4 @@
-// Command gen writes data.json.gz: kube-apiserver's OpenAPI path items and
+// Command gen writes data.bin.gz: kube-apiserver's OpenAPI path items and
 // schemas for the kinds of registry.Builtin(), extracted from the
 // api/openapi-spec documents of the Kubernetes release named in
 // extract.KubernetesModule. Run it with `go generate
@@ -43,5 +43,5 @@ func run() error {
 	if err := zw.Close(); err != nil {
 		return err
 	}
-	return os.WriteFile("data.json.gz", buf.Bytes(), 0o644)
+	return os.WriteFile("data.bin.gz", buf.Bytes(), 0o644)
 }
