@@ -12,8 +12,9 @@
 // of a CustomResourceDefinition) is published the way kube-apiserver
 // publishes a custom resource: its schema with apiVersion, kind and metadata
 // added, a list schema, and the path items of a built-in kind of the same
-// scope with the names replaced (and without strategic merge patch, which
-// custom resources refuse).
+// scope with the names replaced (without /watch/ paths, strategic merge
+// patch, Protobuf and CBOR, as kube-apiserver's CRD builder publishes
+// them).
 package openapispec
 
 import (
