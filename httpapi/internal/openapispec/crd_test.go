@@ -15,7 +15,8 @@ import (
 )
 
 // crontabSchema is a CRD version schema with descriptions, list types,
-// nullable and int-or-string fields.
+// nullable, int-or-string, unknown-field-preserving and embedded resource
+// fields.
 const crontabSchema = `{"type":"object","description":"CronTab runs a command on a schedule.","properties":{
 "spec":{"type":"object","description":"spec of the CronTab.","required":["cronSpec"],"properties":{
   "cronSpec":{"type":"string","description":"cron schedule."},
@@ -23,7 +24,9 @@ const crontabSchema = `{"type":"object","description":"CronTab runs a command on
   "port":{"x-kubernetes-int-or-string":true,"anyOf":[{"type":"integer"},{"type":"string"}]},
   "note":{"type":"string","nullable":true},
   "ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],"items":{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"port":{"type":"integer"}}}},
-  "extra":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},
+  "extra":{"type":"object","x-kubernetes-preserve-unknown-fields":true},
+  "template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true},
+  "resources":{"type":"array","items":{"type":"object","x-kubernetes-embedded-resource":true,"required":["kind"],"properties":{"spec":{"type":"object","properties":{"size":{"type":"integer"}}}}}}}},
 "status":{"type":"object","properties":{"active":{"type":"integer"}}}}}`
 
 // TestCustomSchemas_EqualKubeCRDBuilder builds the schemas of a custom

@@ -400,6 +400,7 @@ func customSchemas(k *registry.Kind, v2 bool) (kindSchema, listSchema map[string
 		props["apiVersion"] = map[string]any{"type": "string", "description": typeMeta["apiVersion"]}
 		props["kind"] = map[string]any{"type": "string", "description": typeMeta["kind"]}
 		props["metadata"] = describedRef(ref+"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", metav1.PartialObjectMetadata{}.SwaggerDoc()["metadata"], v2)
+		addEmbedded(kindSchema, ref, v2)
 	}
 	kindSchema["x-kubernetes-group-version-kind"] = []any{gvk(k.GVK.Group, k.GVK.Version, k.GVK.Kind)}
 	typeMeta := metav1.TypeMeta{}.SwaggerDoc()
@@ -420,6 +421,58 @@ func customSchemas(k *registry.Kind, v2 bool) (kindSchema, listSchema map[string
 		"x-kubernetes-group-version-kind": []any{gvk(k.GVK.Group, k.GVK.Version, k.ListKind)},
 	}
 	return kindSchema, listSchema, nil
+}
+
+// Descriptions kube-apiserver's CRD builder gives the apiVersion and kind
+// of an embedded resource (x-kubernetes-embedded-resource); a test
+// compares the published schema with the builder's.
+const (
+	embeddedAPIVersionDescription = "apiVersion defines the versioned schema of this representation of an object. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+	embeddedKindDescription       = "kind is a string value representing the type of this object. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+)
+
+// addEmbedded gives every node of s marked x-kubernetes-embedded-resource
+// the apiVersion, kind and metadata properties and requires apiVersion and
+// kind, as kube-apiserver publishes them; in v2 not under nodes that
+// preserve unknown fields.
+func addEmbedded(s map[string]any, ref string, v2 bool) {
+	props, _ := s["properties"].(map[string]any)
+	for _, p := range props {
+		if m, ok := p.(map[string]any); ok {
+			addEmbedded(m, ref, v2)
+		}
+	}
+	for _, key := range []string{"items", "additionalProperties"} {
+		if m, ok := s[key].(map[string]any); ok {
+			addEmbedded(m, ref, v2)
+		}
+	}
+	if v2 && s["x-kubernetes-preserve-unknown-fields"] == true {
+		return
+	}
+	if s["x-kubernetes-embedded-resource"] != true {
+		return
+	}
+	if props == nil {
+		props = map[string]any{}
+		s["properties"] = props
+	}
+	props["apiVersion"] = map[string]any{"type": "string", "description": embeddedAPIVersionDescription}
+	props["kind"] = map[string]any{"type": "string", "description": embeddedKindDescription}
+	props["metadata"] = describedRef(ref+"io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", metav1.PartialObjectMetadata{}.SwaggerDoc()["metadata"], v2)
+	req, _ := s["required"].([]any)
+	for _, name := range []string{"kind", "apiVersion"} {
+		found := false
+		for _, r := range req {
+			if r == name {
+				found = true
+			}
+		}
+		if !found {
+			req = append(req, name)
+		}
+	}
+	s["required"] = req
 }
 
 // describedRef is a reference with a description: v2 puts them side by
