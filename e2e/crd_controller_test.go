@@ -341,3 +341,39 @@ func TestCRD_KillDuringCleanup(t *testing.T) {
 		t.Errorf("crontabs after the CRD went: %d, want 404", res.Status)
 	}
 }
+
+// TestCRD_KubectlExplain: once a CRD is established, OpenAPI publishes its
+// schema, and kubectl explain reads it.
+func TestCRD_KubectlExplain(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	var res KubectlResult
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res = d.Kubectl("explain", "crontabs.spec")
+		if res.ExitCode == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{"GROUP:      stable.example.com", "KIND:       CronTab", "VERSION:    v1", "FIELD: spec <Object>", "cronSpec\t<string>", "replicas\t<integer>"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("kubectl explain crontabs.spec lacks %q:\n%s", want, res)
+		}
+	}
+	// The resource goes from OpenAPI with its CRD.
+	d.MustKubectl("delete", "crd", "crontabs.stable.example.com")
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		res = d.Kubectl("explain", "crontabs")
+		if res.ExitCode != 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if res.ExitCode == 0 {
+		t.Errorf("kubectl explain crontabs after the CRD was deleted succeeded:\n%s", res)
+	}
+}
