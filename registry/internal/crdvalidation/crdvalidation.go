@@ -14,13 +14,13 @@
 // kube-apiserver does after converting the v1 request: a schema shared by
 // every version is spec.validation there, and the error paths say so.
 //
-// Not done: x-kubernetes-validations rules are checked for their static
-// fields (rule, message, messageExpression, reason, fieldPath) but not
-// compiled, so a rule that does not compile, or is over the cost limits,
-// is accepted (kube-apiserver: 422). Defaults are not run through CEL
-// rules either. kube-apiserver's last step, building a value validator
-// from a schema that passed every rule (which cannot fail for such a
-// schema), is left out.
+// x-kubernetes-validations rules are compiled and their cost estimated
+// with the CEL package the custom resource handlers run them with
+// (pkg/apiserver/schema/cel) in kube-apiserver's base environment.
+//
+// Not done: defaults are not run through CEL rules. kube-apiserver's last
+// step, building a value validator from a schema that passed every rule
+// (which cannot fail for such a schema), is left out.
 package crdvalidation
 
 import (
@@ -62,6 +62,12 @@ type policy struct {
 	// may keep more than maxSelectableFields because they did and are
 	// unchanged.
 	manySelectableFields map[string]bool
+	// stored holds the rules and messageExpressions of the stored CRD,
+	// which compile with every library function (see expressions).
+	stored expressions
+	// unchangedSchemas names the versions whose schema the update leaves
+	// as it was: their rules may stay over the per-rule cost limit.
+	unchangedSchemas map[string]bool
 }
 
 // createPolicy is the policy of a create: every rule applies, and an
@@ -75,6 +81,7 @@ func createPolicy() policy {
 		atomicSetItems:        true,
 		listKeyRules:          true,
 		knownReviewVersion:    true,
+		stored:                storedExpressions(nil),
 	}
 }
 
@@ -92,6 +99,8 @@ func updatePolicy(crd, old *apiextensions.CustomResourceDefinition) policy {
 		fixedScopeAndKind:     established,
 		checkCABundle:         established && !storedCABundleBroken(old),
 		manySelectableFields:  keptSelectableFields(crd, old),
+		stored:                storedExpressions(&old.Spec),
+		unchangedSchemas:      unchangedSchemas(crd, old),
 	}
 }
 
