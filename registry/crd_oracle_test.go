@@ -336,10 +336,14 @@ func oracleCases() []oracleCase {
 		}, rejects: true},
 		{name: "update: a new rule over the cost limit", mutateOld: func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {}, mutate: onSpec(expensiveRule), rejects: true},
 		{name: "update: a rule that does not compile is rejected even when stored", mutateOld: onSpec(`{type: object, properties: {a: {type: integer}}, x-kubernetes-validations: [{rule: "self.a >"}]}`),
-			mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) { crd.Labels = map[string]string{"a": "b"} }, rejects: true},
+			mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Labels = map[string]string{"a": "b"}
+			}, rejects: true},
 		{name: "update: total over budget is checked in an unchanged schema", mutateOld: func(t *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
 			onSpec(`{type: object, properties: {l: {type: array, items: {type: string}}}, x-kubernetes-validations: [{rule: "self.l.all(x, self.l.all(y, x == y))"}, {rule: "self.l.all(x, x.size() > 0)"}]}`)(t, old)
-		}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) { crd.Labels = map[string]string{"a": "b"} }, rejects: true},
+		}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Labels = map[string]string{"a": "b"}
+		}, rejects: true},
 		{name: "update: an unchanged version keeps its rule while another changes", mutateOld: setSchema(1, expensiveRule), mutate: onSpec(`{type: object, properties: {x: {type: string}}}`)},
 		{name: "update: the same rule moved to another version is checked", mutateOld: setSchema(1, expensiveRule), mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 			onSpec(expensiveRule)(t, crd)
