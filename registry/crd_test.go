@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -463,6 +464,27 @@ func TestCRDValidation_CELCompiled(t *testing.T) {
 	crd.Spec.Versions[1].Schema.OpenAPIV3Schema.XValidations[0].Rule = "self.a > 1"
 	if got := causes(crdStrategy{}.Validate(crd)); got != nil {
 		t.Errorf("fixed rule: got %q, want no causes", got)
+	}
+}
+
+// TestCRDValidation_CELCompileBudget checks that compiling rules is
+// bounded: a schema with more rules than edgeapi compiles for one CRD
+// gets one cause saying so, where kube-apiserver would spend seconds to
+// minutes compiling, and rules that fit are still compiled.
+func TestCRDValidation_CELCompileBudget(t *testing.T) {
+	rules := make([]string, 10000)
+	for i := range rules {
+		rules[i] = `{rule: "self.a > 0 && self.a < 100"}`
+	}
+	crd := newCronTabCRD(t)
+	setSchema(1, `{type: object, properties: {a: {type: integer, x-kubernetes-validations: [{rule: "self >"}]}}, x-kubernetes-validations: [`+strings.Join(rules, ", ")+`]}`)(t, crd)
+	got := causes(crdStrategy{}.Validate(crd))
+	want := []string{
+		"Invalid value spec.versions[1].schema.openAPIV3Schema.properties[a].x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:7: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self >\n | ......^",
+		"Forbidden spec.versions[1].schema.openAPIV3Schema.x-kubernetes-validations: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }
 

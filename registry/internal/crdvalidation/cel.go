@@ -38,6 +38,52 @@ const (
 	expensiveNamed = 4
 )
 
+// Compiling is bounded by edgeapi (kube-apiserver is not): each rule is
+// parsed, type-checked, made a program and estimated, in an environment
+// that declares the CEL type of its node, whose size is that of the
+// schema below the node. A schema with a rule on each of its thousand
+// nested levels would take kube-apiserver about ten seconds, four
+// thousand levels five minutes. compileBudget is spent in units of about
+// 20 µs of compiling on a 2-core machine.
+const (
+	// compileBudget is what one CRD may spend, about 5 s.
+	compileBudget = 250_000
+	// compileNodeCost is spent per node with rules (two environments are
+	// built for it), plus one unit per node its type declares.
+	compileNodeCost = 50
+	// compileRuleCost is spent per rule, plus one unit per
+	// compileRuleBytes bytes of rule and messageExpression.
+	compileRuleCost  = 25
+	compileRuleBytes = 5
+)
+
+// compileAllowance is what is left of compileBudget while a CRD is
+// validated. It is shared by every schema of the CRD.
+type compileAllowance struct {
+	left int
+	// refused: a node's rules were not compiled for lack of budget (and
+	// that was reported).
+	refused bool
+}
+
+func newCompileAllowance() *compileAllowance {
+	return &compileAllowance{left: compileBudget}
+}
+
+// take spends the cost of compiling the rules of s, whose CEL type
+// declares nodes nodes, and reports whether the budget allowed it.
+func (a *compileAllowance) take(s *apiextensions.JSONSchemaProps, nodes int) bool {
+	cost := compileNodeCost + nodes
+	for _, r := range s.XValidations {
+		cost += compileRuleCost + (len(r.Rule)+len(r.MessageExpression))/compileRuleBytes
+	}
+	if a.refused || cost > a.left {
+		return false
+	}
+	a.left -= cost
+	return true
+}
+
 // costAdvice ends every cost cause.
 const costAdvice = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"
 
@@ -346,9 +392,19 @@ func saturatingProduct(a, b uint64) uint64 {
 // subtree has no schema errors, and returns the causes: rules and
 // messageExpressions that do not compile or cost too much, oldSelf where
 // old and new values cannot be matched up, and optionalOldSelf without
-// oldSelf. Costs are added to the schema's total.
-func (w *walker) compileRules(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope) field.ErrorList {
+// oldSelf. Costs are added to the schema's total. nodes is the size of
+// the node's CEL type (see node). Once the CRD's compile budget is spent,
+// the first node left out gets a cause of its own (edgeapi's, not
+// kube-apiserver's) and later ones none.
+func (w *walker) compileRules(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope, nodes int) field.ErrorList {
 	rulesPath := fld.Child("x-kubernetes-validations")
+	if !w.compile.take(s, nodes) {
+		if w.compile.refused {
+			return nil
+		}
+		w.compile.refused = true
+		return field.ErrorList{field.Forbidden(rulesPath, "the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)")}
+	}
 	t, err := scope.celTypeOf()
 	switch {
 	case err != nil:

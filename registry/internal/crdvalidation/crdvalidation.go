@@ -68,6 +68,8 @@ type policy struct {
 	// unchangedSchemas names the versions whose schema the update leaves
 	// as it was: their rules may stay over the per-rule cost limit.
 	unchangedSchemas map[string]bool
+	// compile bounds the work of compiling rules, over every schema.
+	compile *compileAllowance
 }
 
 // createPolicy is the policy of a create: every rule applies, and an
@@ -82,6 +84,7 @@ func createPolicy() policy {
 		listKeyRules:          true,
 		knownReviewVersion:    true,
 		stored:                storedExpressions(nil),
+		compile:               newCompileAllowance(),
 	}
 }
 
@@ -101,6 +104,7 @@ func updatePolicy(crd, old *apiextensions.CustomResourceDefinition) policy {
 		manySelectableFields:  keptSelectableFields(crd, old),
 		stored:                storedExpressions(&old.Spec),
 		unchangedSchemas:      unchangedSchemas(crd, old),
+		compile:               newCompileAllowance(),
 	}
 }
 

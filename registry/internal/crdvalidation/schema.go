@@ -70,7 +70,7 @@ func (p policy) schema(v *apiextensions.CustomResourceValidation, status bool, v
 		}
 	}
 	w := &walker{policy: p, oldCosts: p.unchangedSchemas[version]}
-	nodeErrs, _ := w.node(root, rootPath, nodeContext{root: true}, scope)
+	nodeErrs, _, _ := w.node(root, rootPath, nodeContext{root: true}, scope)
 	errs = append(errs, nodeErrs...)
 	errs = append(errs, w.ruleErrs...)
 	if len(errs) == 0 {
@@ -140,24 +140,26 @@ type walker struct {
 // When nothing at or below s is wrong and scope is not nil, it compiles
 // the rules of s (into w.ruleErrs). It also reports whether s converts
 // to a structural schema (see convertsAlone), found on the way so that
-// rules need not convert each subtree again.
-func (w *walker) node(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope) (field.ErrorList, bool) {
+// rules need not convert each subtree again, and, when scope is not nil,
+// how many nodes the CEL type of s declares (s and the properties, items
+// and additionalProperties below it), which compiling its rules costs.
+func (w *walker) node(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope) (field.ErrorList, bool, int) {
 	if s == nil {
-		return nil, true
+		return nil, true, 0
 	}
 	errs := w.keywords(s, fld, at)
 	if s.UniqueItems {
 		errs = append(errs, field.Forbidden(fld.Child("uniqueItems"), "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
 	}
-	childErrs, converts := w.children(s, fld, at, scope)
+	childErrs, converts, below := w.children(s, fld, at, scope)
 	errs = append(errs, childErrs...)
 	converts = converts && convertsAlone(s)
 	errs = append(errs, w.extensions(s, fld)...)
 	errs = append(errs, validationRules(s, fld, converts)...)
 	if len(errs) == 0 && scope != nil && len(s.XValidations) > 0 {
-		w.ruleErrs = append(w.ruleErrs, w.compileRules(s, fld, at, scope)...)
+		w.ruleErrs = append(w.ruleErrs, w.compileRules(s, fld, at, scope, 1+below)...)
 	}
-	return errs, converts
+	return errs, converts, 1 + below
 }
 
 // convertsAlone reports whether s, its sub-schemas aside, converts to a
@@ -208,15 +210,20 @@ func (w *walker) keywords(s *apiextensions.JSONSchemaProps, fld *field.Path, at 
 // children checks the sub-schemas of s: additionalProperties, properties
 // (by name), not, allOf, oneOf, anyOf, definitions, items and
 // dependencies. It reports whether all of them convert to structural
-// schemas. Rules are compiled in properties, items and
-// additionalProperties only: the others describe no value of their own.
-func (w *walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope) (field.ErrorList, bool) {
+// schemas, and how many nodes below s its CEL type declares (see node).
+// Rules are compiled in properties, items and additionalProperties only:
+// the others describe no value of their own and have no scope.
+func (w *walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope) (field.ErrorList, bool, int) {
 	var errs field.ErrorList
 	converts := true
+	declared := 0
 	visit := func(sub *apiextensions.JSONSchemaProps, p *field.Path, c nodeContext, subScope *celScope) {
-		subErrs, ok := w.node(sub, p, c, subScope)
+		subErrs, ok, n := w.node(sub, p, c, subScope)
 		errs = append(errs, subErrs...)
 		converts = converts && ok
+		if subScope != nil {
+			declared += n
+		}
 	}
 	// Below the root, a node is never the root again.
 	below := at
@@ -281,7 +288,7 @@ func (w *walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at 
 	for _, name := range sortedKeys(s.Dependencies) {
 		visit(s.Dependencies[name].Schema, fld.Child("dependencies").Key(name), below, nil)
 	}
-	return errs, converts
+	return errs, converts, declared
 }
 
 // extensions checks the x-kubernetes-* keywords of s: preserve-unknown-
