@@ -4,11 +4,13 @@
 // give. The code is edgeapi's own; kube-apiserver's validation package
 // (k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation) is
 // only imported by the tests, which compare every case with it, because it
-// links apiserver's CEL environment and admission machinery (about 18 MB).
+// links apiserver's admission machinery and more (about 18 MB).
 //
 // It reuses the light parts of apiextensions-apiserver: the structural
 // schema (pkg/apiserver/schema) with its structural rules, pruning and
-// object-meta checks, and kube-openapi's value validator for defaults.
+// object-meta checks, kube-openapi's value validator for defaults, and
+// the CEL compiler of pkg/apiserver/schema/cel, which the custom resource
+// handlers link anyway.
 //
 // It validates the internal version (pkg/apis/apiextensions), as
 // kube-apiserver does after converting the v1 request: a schema shared by
@@ -16,7 +18,8 @@
 //
 // x-kubernetes-validations rules are compiled and their cost estimated
 // with the CEL package the custom resource handlers run them with
-// (pkg/apiserver/schema/cel) in kube-apiserver's base environment.
+// (pkg/apiserver/schema/cel) in kube-apiserver's base environment. Unlike
+// kube-apiserver, the work of compiling is bounded (see compileBudget).
 //
 // Not done: defaults are not run through CEL rules. kube-apiserver's last
 // step, building a value validator from a schema that passed every rule
