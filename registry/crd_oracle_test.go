@@ -221,6 +221,22 @@ func oracleCases() []oracleCase {
 		}, rejects: true},
 		{name: "rule under a property CEL cannot name", mutate: onSpec(`{type: object, properties: {"a/b": {type: object, properties: {c: {type: integer}}, x-kubernetes-validations: [{rule: "self.c > 0"}, {rule: "self.d > 0"}]}}, x-kubernetes-validations: [{rule: "has(self.a__slash__b)"}]}`), rejects: true},
 
+		// Defaults run through the rules of their node and below.
+		{name: "default refused by its rule", mutate: onSpec(`{type: object, properties: {a: {type: integer, default: 3, x-kubernetes-validations: [{rule: "self > 5"}]}}}`), rejects: true},
+		{name: "default with a rule that does not compile", mutate: onSpec(`{type: object, properties: {a: {type: integer, default: 3, x-kubernetes-validations: [{rule: "self >"}]}}}`), rejects: true},
+		{name: "default refused by rules below it and with messageExpression", mutate: onSpec(`{type: object, properties: {o: {type: object, default: {num: 1, s: ab}, properties: {
+			num: {type: integer, x-kubernetes-validations: [{rule: "self > 1", messageExpression: "'num is ' + 'small'"}]},
+			s: {type: string, maxLength: 5, x-kubernetes-validations: [{rule: "self.startsWith('x')", message: "must start with x", reason: FieldValueForbidden}]}}}}}`), rejects: true},
+		{name: "defaults that pass their rules", mutate: onSpec(`{type: object, properties: {
+			a: {type: integer, default: 7, x-kubernetes-validations: [{rule: "self > 5"}, {rule: "self == oldSelf"}]},
+			b: {type: array, maxItems: 3, items: {type: string, maxLength: 3}, default: [x, z], x-kubernetes-validations: [{rule: "self.all(i, i.size() == 1)"}]}}}`)},
+		{name: "default and optionalOldSelf", mutate: onSpec(`{type: object, properties: {
+			a: {type: integer, default: 3, x-kubernetes-validations: [{rule: "!oldSelf.hasValue()", optionalOldSelf: true}]},
+			b: {type: integer, default: 3, x-kubernetes-validations: [{rule: "oldSelf.hasValue()", optionalOldSelf: true}]}}}`), rejects: true},
+		{name: "default of an embedded resource and its rules", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true,
+			default: {apiVersion: v1, kind: Foo, metadata: {name: ok}}, x-kubernetes-validations: [{rule: "self.kind == 'Bar'"}, {rule: "self.metadata.name == 'ok'"}]}}}`), rejects: true},
+		{name: "default inside embedded metadata and its rule", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, properties: {
+			kind: {type: string, default: Foo, x-kubernetes-validations: [{rule: "self == 'Bar'"}]}}}}}`), rejects: true},
 		// Selectable fields.
 		{name: "nine selectable fields", mutate: nineFields, rejects: true},
 		{name: "selectable fields: map keys, brackets, metadata", mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {

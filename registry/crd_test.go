@@ -488,21 +488,6 @@ func TestCRDValidation_CELCompileBudget(t *testing.T) {
 	}
 }
 
-// TestCRDValidation_CELDefaultsNotChecked records the known difference
-// from kube-apiserver that is left: defaults are not run through the
-// rules of their node, so a default a rule refuses is accepted
-// (kube-apiserver: 422).
-func TestCRDValidation_CELDefaultsNotChecked(t *testing.T) {
-	crd := newCronTabCRD(t)
-	setSchema(1, `{type: object, properties: {a: {type: integer, default: 3, x-kubernetes-validations: [{rule: "self > 5"}]}}}`)(t, crd)
-	if got := causes(crdStrategy{}.Validate(crd)); got != nil {
-		t.Errorf("got %q, want no causes", got)
-	}
-	if got := kubeValidate(t, crd, nil); len(got) == 0 {
-		t.Errorf("kube-apiserver accepts the default too: the difference is gone, drop this test")
-	}
-}
-
 func TestCRDStrategy_PrepareForCreate(t *testing.T) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := yaml.UnmarshalStrict([]byte(cronTabYAML), crd); err != nil {

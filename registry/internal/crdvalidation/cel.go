@@ -49,7 +49,9 @@ const (
 	// compileBudget is what one CRD may spend, about 5 s.
 	compileBudget = 250_000
 	// compileNodeCost is spent per node with rules (two environments are
-	// built for it), plus one unit per node its type declares.
+	// built for it), plus one unit per node its type declares. Checking a
+	// default against the rules below it compiles them all again, and
+	// spends as much.
 	compileNodeCost = 50
 	// compileRuleCost is spent per rule, plus one unit per
 	// compileRuleBytes bytes of rule and messageExpression.
@@ -70,18 +72,25 @@ func newCompileAllowance() *compileAllowance {
 	return &compileAllowance{left: compileBudget}
 }
 
-// take spends the cost of compiling the rules of s, whose CEL type
-// declares nodes nodes, and reports whether the budget allowed it.
-func (a *compileAllowance) take(s *apiextensions.JSONSchemaProps, nodes int) bool {
-	cost := compileNodeCost + nodes
-	for _, r := range s.XValidations {
-		cost += compileRuleCost + (len(r.Rule)+len(r.MessageExpression))/compileRuleBytes
+// ruleCompileCost is the compile cost of one rule, beyond its node's.
+func ruleCompileCost(rule, messageExpression string) int {
+	return compileRuleCost + (len(rule)+len(messageExpression))/compileRuleBytes
+}
+
+// spend takes units from the budget for compiling the rules at fld and
+// reports whether it could. When it cannot, for the first time, it
+// returns edgeapi's cause (kube-apiserver has no such limit); later
+// refusals have none, and nothing is compiled any more.
+func (a *compileAllowance) spend(units int, fld *field.Path) (bool, field.ErrorList) {
+	if a.refused {
+		return false, nil
 	}
-	if a.refused || cost > a.left {
-		return false
+	if units > a.left {
+		a.refused = true
+		return false, field.ErrorList{field.Forbidden(fld, "the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)")}
 	}
-	a.left -= cost
-	return true
+	a.left -= units
+	return true, nil
 }
 
 // costAdvice ends every cost cause.
@@ -398,12 +407,12 @@ func saturatingProduct(a, b uint64) uint64 {
 // kube-apiserver's) and later ones none.
 func (w *walker) compileRules(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope, nodes int) field.ErrorList {
 	rulesPath := fld.Child("x-kubernetes-validations")
-	if !w.compile.take(s, nodes) {
-		if w.compile.refused {
-			return nil
-		}
-		w.compile.refused = true
-		return field.ErrorList{field.Forbidden(rulesPath, "the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)")}
+	units := compileNodeCost + nodes
+	for _, r := range s.XValidations {
+		units += ruleCompileCost(r.Rule, r.MessageExpression)
+	}
+	if ok, errs := w.compile.spend(units, rulesPath); !ok {
+		return errs
 	}
 	t, err := scope.celTypeOf()
 	switch {

@@ -63,7 +63,7 @@ func (p policy) schema(v *apiextensions.CustomResourceValidation, status bool, v
 			conversionErrs = field.ErrorList{field.Invalid(rootPath, "", err.Error())}
 		} else if serrs := structuralschema.ValidateStructural(rootPath, s); len(serrs) > 0 {
 			errs = append(errs, serrs...)
-		} else if derrs := defaults(s, rootPath, p.prunedDefaults); len(derrs) > 0 {
+		} else if derrs := defaults(s, rootPath, p.prunedDefaults, p.compile); len(derrs) > 0 {
 			errs = append(errs, derrs...)
 		} else {
 			scope = rootCELScope(root)
