@@ -21,9 +21,11 @@
 // (pkg/apiserver/schema/cel) in kube-apiserver's base environment. Unlike
 // kube-apiserver, the work of compiling is bounded (see compileBudget).
 //
-// Not done: defaults are not run through CEL rules. kube-apiserver's last
-// step, building a value validator from a schema that passed every rule
-// (which cannot fail for such a schema), is left out.
+// Defaults are run through the rules of their node and below.
+//
+// Not done: kube-apiserver's last step, building a value validator from a
+// schema that passed every rule (which cannot fail for such a schema), is
+// left out.
 package crdvalidation
 
 import (
