@@ -486,6 +486,16 @@ func TestCRDValidation_CELCompileBudget(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
 	}
+
+	// A default is checked with a validator that compiles every rule
+	// below it, from the same budget.
+	crd = newCronTabCRD(t)
+	setSchema(1, `{type: object, properties: {o: {type: object, default: {a: 1}, properties: {a: {type: integer}}, x-kubernetes-validations: [`+strings.Join(rules, ", ")+`]}}}`)(t, crd)
+	got = causes(crdStrategy{}.Validate(crd))
+	want = []string{"Forbidden spec.versions[1].schema.openAPIV3Schema.properties[o].default: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("default: got  %q\nwant %q", got, want)
+	}
 }
 
 func TestCRDStrategy_PrepareForCreate(t *testing.T) {
