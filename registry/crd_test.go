@@ -481,7 +481,7 @@ func TestCRDValidation_CELCompileBudget(t *testing.T) {
 	got := causes(crdStrategy{}.Validate(crd))
 	want := []string{
 		"Invalid value spec.versions[1].schema.openAPIV3Schema.properties[a].x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:7: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self >\n | ......^",
-		"Forbidden spec.versions[1].schema.openAPIV3Schema.x-kubernetes-validations: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)",
+		"Forbidden spec.versions[1].schema.openAPIV3Schema.x-kubernetes-validations: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: these rules and those checked after them were not compiled (try fewer rules, or rules on smaller parts of the schema)",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got  %q\nwant %q", got, want)
@@ -492,7 +492,7 @@ func TestCRDValidation_CELCompileBudget(t *testing.T) {
 	crd = newCronTabCRD(t)
 	setSchema(1, `{type: object, properties: {o: {type: object, default: {a: 1}, properties: {a: {type: integer}}, x-kubernetes-validations: [`+strings.Join(rules, ", ")+`]}}}`)(t, crd)
 	got = causes(crdStrategy{}.Validate(crd))
-	want = []string{"Forbidden spec.versions[1].schema.openAPIV3Schema.properties[o].default: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)"}
+	want = []string{"Forbidden spec.versions[1].schema.openAPIV3Schema.properties[o].default: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: these rules and those checked after them were not compiled (try fewer rules, or rules on smaller parts of the schema)"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("default: got  %q\nwant %q", got, want)
 	}

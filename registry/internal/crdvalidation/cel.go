@@ -87,7 +87,7 @@ func (a *compileAllowance) spend(units int, fld *field.Path) (bool, field.ErrorL
 	}
 	if units > a.left {
 		a.refused = true
-		return false, field.ErrorList{field.Forbidden(fld, "the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: here and below, rules are left out (try fewer rules, or rules on smaller parts of the schema)")}
+		return false, field.ErrorList{field.Forbidden(fld, "the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: these rules and those checked after them were not compiled (try fewer rules, or rules on smaller parts of the schema)")}
 	}
 	a.left -= units
 	return true, nil
