@@ -74,7 +74,10 @@ func compareAt(a, b []byte, i, j int, ra, rb rune) int {
 	if ra == '0' || rb == '0' {
 		// Is there a digit other than '0' in the digits just before?
 		for k := i; k > 0; {
-			r, w := utf8.DecodeLastRune(a[:k])
+			r, w := rune(a[k-1]), 1
+			if r >= utf8.RuneSelf {
+				r, w = utf8.DecodeLastRune(a[:k])
+			}
 			if !isDigit(r) {
 				break
 			}
@@ -104,8 +107,10 @@ func digitRun(s []byte, n int64) (int64, int) {
 		r, w := rune(s[0]), 1
 		if r >= utf8.RuneSelf {
 			r, w = utf8.DecodeRune(s)
-		}
-		if !isDigit(r) {
+			if !unicode.IsDigit(r) {
+				break
+			}
+		} else if r < '0' || '9' < r {
 			break
 		}
 		n = n*10 + int64(r-'0')

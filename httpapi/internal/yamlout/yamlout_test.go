@@ -314,3 +314,34 @@ func FuzzYAMLOut(f *testing.F) {
 		checkSame(t, src)
 	})
 }
+
+// TestCompareKeys compares compareKeys with go-yaml's own comparison on
+// pairs of keys built from digits, letters and other characters.
+func TestCompareKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	pieces := append(slices.Clone(keyPieces), "0", "00", "01", "1", "19", "٠", "٩", "𝟘", "Ⅻ", "x", "10000000000000000000", "99999999999999999999")
+	key := func() string {
+		var b strings.Builder
+		for range 1 + r.IntN(5) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for range 20000 {
+		a, b := key(), key()
+		if r.IntN(4) == 0 {
+			b = a + key() // shares a prefix
+		}
+		if a == b {
+			continue
+		}
+		got := compareKeys([]byte(a), []byte(b))
+		want := 1
+		if yamlLess(a, b) {
+			want = -1
+		}
+		if got != want {
+			t.Fatalf("compareKeys(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	}
+}
