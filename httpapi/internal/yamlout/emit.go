@@ -35,6 +35,17 @@ type emitter struct {
 	indention  bool
 }
 
+// grow makes room for n more bytes of output, doubling the buffer (append
+// alone grows large buffers by a quarter, copying them more often).
+func (e *emitter) grow(n int) {
+	if cap(e.out)-len(e.out) >= n {
+		return
+	}
+	out := make([]byte, len(e.out), max(2*cap(e.out), len(e.out)+n))
+	copy(out, e.out)
+	e.out = out
+}
+
 func (e *emitter) put(c byte) {
 	e.out = append(e.out, c)
 	e.column++
@@ -69,6 +80,7 @@ func (e *emitter) writeBreak(s []byte, i int) int {
 // far is only indentation that reaches no further than it.
 func (e *emitter) writeIndent() {
 	indent := max(e.indent, 0)
+	e.grow(indent + 8) // and the indicators that follow
 	if !e.indention || e.column > indent || e.column == indent && !e.whitespace {
 		e.newline()
 	}
@@ -263,6 +275,7 @@ func (e *emitter) scalar(value []byte, want style, a analysis, simpleKey bool) {
 	if s == literalStyle && (!a.blockOK || simpleKey) {
 		s = doubleQuotedStyle
 	}
+	e.grow(4*len(value) + 32) // an escape is at most 4 times its UTF-8
 	saved := e.pushIndent(true, false)
 	switch s {
 	case plainStyle:

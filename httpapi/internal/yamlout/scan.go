@@ -32,14 +32,41 @@ type openContainer struct {
 	deepest uint32 // the largest member stack a child needs
 }
 
+// containerIndex holds containers by ordinal, in chunks, so that a large
+// index is never copied whole to grow.
+type containerIndex struct {
+	chunks [][]container
+	n      int
+}
+
+const containerChunk = 1024
+
+func (x *containerIndex) add(c container) {
+	switch {
+	case x.n == 0:
+		x.chunks = append(x.chunks, nil) // small documents: grown by append
+	case x.n%containerChunk == 0:
+		x.chunks = append(x.chunks, make([]container, 0, containerChunk))
+	}
+	last := &x.chunks[len(x.chunks)-1]
+	*last = append(*last, c)
+	x.n++
+}
+
+func (x *containerIndex) at(ord int) *container {
+	return &x.chunks[ord/containerChunk][ord%containerChunk]
+}
+
 // document is the first pass's result: where the first JSON value ends,
-// its containers in document order, and the most object members the
-// second pass holds at once (an object's members with those of every
-// object around it).
+// its containers in document order, the most object members the second
+// pass holds at once (an object's members with those of every object
+// around it), and about how long the YAML is (the JSON, plus indentation
+// and "- " for each value).
 type document struct {
 	end        int
-	containers []container
+	containers containerIndex
 	maxMembers int
+	yamlSize   int
 }
 
 // isSpace reports whether c is JSON whitespace.
@@ -81,8 +108,9 @@ func scanDocument(src []byte) (document, error) {
 	closeTop := func() {
 		top := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		doc.containers[top.ord].end = uint32(pos + 1)
-		doc.containers[top.ord].after = uint32(len(doc.containers))
+		ct := doc.containers.at(int(top.ord))
+		ct.end = uint32(pos + 1)
+		ct.after = uint32(doc.containers.n)
 		need := top.deepest
 		if top.object {
 			need += top.members
@@ -117,13 +145,21 @@ func scanDocument(src []byte) (document, error) {
 		if pos >= len(src) {
 			return doc, errUnexpectedEnd
 		}
+		if depth := len(stack); depth > 0 {
+			doc.yamlSize += 2 * (depth - 1)
+			if stack[depth-1].object {
+				doc.yamlSize++
+			} else {
+				doc.yamlSize += 2
+			}
+		}
 		switch c := src[pos]; c {
 		case '{', '[':
 			if len(stack) >= maxDepth {
 				return doc, fmt.Errorf("exceeded max depth at offset %d", pos)
 			}
-			stack = append(stack, openContainer{ord: uint32(len(doc.containers)), object: c == '{'})
-			doc.containers = append(doc.containers, container{start: uint32(pos)})
+			stack = append(stack, openContainer{ord: uint32(doc.containers.n), object: c == '{'})
+			doc.containers.add(container{start: uint32(pos)})
 			pos = skipSpace(src, pos+1)
 			if pos < len(src) && (src[pos] == '}' && c == '{' || src[pos] == ']' && c == '[') {
 				closeTop()
@@ -159,6 +195,7 @@ func scanDocument(src []byte) (document, error) {
 		for {
 			if len(stack) == 0 {
 				doc.end = pos
+				doc.yamlSize += pos
 				return doc, nil
 			}
 			pos = skipSpace(src, pos)

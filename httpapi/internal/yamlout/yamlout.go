@@ -32,15 +32,16 @@ func Append(dst, src []byte) ([]byte, error) {
 	if err != nil {
 		return dst, fmt.Errorf("convert JSON to YAML: %w", err)
 	}
-	if want := len(src) + len(src)/8 + 16; cap(dst)-len(dst) < want {
-		dst = slices.Grow(dst, want)
-	}
 	c := converter{
 		emitter:    emitter{out: dst, indent: -1, whitespace: true, indention: true},
 		src:        src,
 		containers: doc.containers,
 		members:    make([]member, 0, doc.maxMembers),
 	}
+	// A sixteenth more for folded lines. Deep nesting can make the
+	// estimate a multiple of the YAML: beyond twice the JSON, the buffer
+	// doubles as needed instead.
+	c.grow(min(doc.yamlSize+doc.yamlSize/16, 2*len(src)+4096) + 64)
 	c.node(skipSpace(src, 0), 0, atRoot)
 	c.writeIndent() // the document's end
 	return c.out, nil
@@ -72,7 +73,7 @@ const (
 type converter struct {
 	emitter
 	src        []byte
-	containers []container
+	containers containerIndex
 	members    []member // a stack: the objects being written
 	arena      []byte   // keys that differ from their JSON text
 	text       []byte   // the decoded string being written
@@ -178,7 +179,7 @@ func (c *converter) number(pos int) {
 // sequence writes the array with ordinal ord: "[]" when empty, else one
 // "- " item a line (not indented under a mapping key).
 func (c *converter) sequence(ord int, at place) {
-	pos := skipSpace(c.src, int(c.containers[ord].start)+1)
+	pos := skipSpace(c.src, int(c.containers.at(ord).start)+1)
 	if c.src[pos] == ']' {
 		c.writeIndicator("[", true, true, false)
 		c.writeIndicator("]", false, false, false)
@@ -191,9 +192,9 @@ func (c *converter) sequence(ord int, at place) {
 		c.writeIndicator("-", true, false, true)
 		if b := c.src[pos]; b == '{' || b == '[' {
 			elem := next
-			next = int(c.containers[elem].after)
+			next = int(c.containers.at(elem).after)
 			c.node(pos, elem, inSequence)
-			pos = int(c.containers[elem].end)
+			pos = int(c.containers.at(elem).end)
 		} else {
 			c.node(pos, 0, inSequence)
 			pos = c.valueEnd(pos)
@@ -210,7 +211,7 @@ func (c *converter) sequence(ord int, at place) {
 // mapping writes the object with ordinal ord: "{}" when empty, else its
 // members in go-yaml's key order, the last of equal keys only.
 func (c *converter) mapping(ord int, at place) {
-	pos := skipSpace(c.src, int(c.containers[ord].start)+1)
+	pos := skipSpace(c.src, int(c.containers.at(ord).start)+1)
 	if c.src[pos] == '}' {
 		c.writeIndicator("{", true, true, false)
 		c.writeIndicator("}", false, false, false)
@@ -231,8 +232,8 @@ func (c *converter) mapping(ord int, at place) {
 		pos = skipSpace(c.src, skipSpace(c.src, end)+1)
 		if b := c.src[pos]; b == '{' || b == '[' {
 			m.val = uint32(next) | valContainer
-			pos = int(c.containers[next].end)
-			next = int(c.containers[next].after)
+			pos = int(c.containers.at(next).end)
+			next = int(c.containers.at(next).after)
 		} else {
 			m.val = uint32(pos)
 			pos = c.valueEnd(pos)
@@ -257,7 +258,7 @@ func (c *converter) mapping(ord int, at place) {
 		pos, ord := int(m.val), 0
 		if m.val&valContainer != 0 {
 			ord = int(m.val &^ valContainer)
-			pos = int(c.containers[ord].start)
+			pos = int(c.containers.at(ord).start)
 		}
 		c.node(pos, ord, asMappingValue)
 	}
@@ -294,7 +295,7 @@ func (c *converter) keyText(m member) []byte {
 // keep their document order.
 func (c *converter) position(m member) uint32 {
 	if m.val&valContainer != 0 {
-		return c.containers[m.val&^valContainer].start
+		return c.containers.at(int(m.val &^ valContainer)).start
 	}
 	return m.val
 }
