@@ -80,6 +80,11 @@ func TestAppend_MemoryShapes(t *testing.T) {
 	}
 }
 
+// BenchmarkAppend converts a 2 KB ConfigMap and the 3 MB object with
+// yamlout and with go-yaml (the reference). On a loaded 2-core machine:
+// ConfigMap 57-73 µs, 3.9 KB, 18 allocations (go-yaml 158-222 µs,
+// 68.5 KB, 420); 3 MB object 0.39-0.97 s (about 0.2 s of CPU), 7.3 MB,
+// 5 allocations (go-yaml 2.3-3.5 s, 621 MB, 2.25 million).
 func BenchmarkAppend(b *testing.B) {
 	for _, bm := range []struct {
 		name string
