@@ -967,7 +967,7 @@ func TestHugeInput_YAMLAliasExpansion(t *testing.T) {
 // stays bounded. Built whole, one YAML list took the daemon from 190 MiB
 // to 1.1 GiB (go-yaml keeps over 600 bytes a value until the document
 // ends); such lists are now read from the store in pages and written item
-// by item, and YAML conversions of large values run one at a time.
+// by item, and YAML is written as the JSON is read (httpapi's yamlout).
 func TestHugeInput_LargeLists(t *testing.T) {
 	t.Parallel()
 	d := StartDaemon(t)
@@ -1016,11 +1016,64 @@ func TestHugeInput_LargeLists(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	// 185 MiB alone (the first page of each list held at once and one
-	// YAML conversion at a time); 321 MiB when each list's first 8 MiB
-	// stayed in memory for the whole stream and YAML conversions ran
-	// side by side.
+	// 167-178 MiB alone (the first page of each list held at once; YAML
+	// written as it is read), 192-202 MiB when go-yaml converted one
+	// large value at a time; 321 MiB when each list's first 8 MiB stayed
+	// in memory for the whole stream and go-yaml conversions ran side by
+	// side.
 	checkPeakRSSUnder(t, d, 280<<20)
+}
+
+// TestHugeInput_YAMLOfLargeObject reads one ConfigMap of 200,000
+// finalizers (1.9 MB of JSON) as YAML four times at once: each answer is
+// the whole object, and the daemon's peak RSS stays bounded. go-yaml,
+// which wrote YAML answers before, keeps every event of a document until
+// it ends: converting this object allocated 243 MB (4 MB now), and the
+// daemon peaked at 232 MiB with the conversions one at a time (92 MiB
+// now).
+func TestHugeInput_YAMLOfLargeObject(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	createNamespace(t, d.Clientset(), "large-object")
+	const each = 200000
+	body := mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "big", "finalizers": finalizers(each, false)}})
+	if res := sendHuge(t, d, "POST", "/api/v1/namespaces/large-object/configmaps", "application/json", body); res.Status != http.StatusCreated {
+		t.Fatalf("create: %d %.300s", res.Status, res.Body)
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, err := http.NewRequest("GET", d.URL+"/api/v1/namespaces/large-object/configmaps/big", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			req.Header.Set("Accept", "application/yaml")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Errorf("GET as YAML: %v", err)
+				return
+			}
+			b, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			var cm corev1.ConfigMap
+			if err == nil {
+				err = yaml.Unmarshal(b, &cm)
+			}
+			if resp.StatusCode != http.StatusOK || err != nil {
+				t.Errorf("GET as YAML: %d (%v) %.300s", resp.StatusCode, err, b)
+				return
+			}
+			if len(cm.Finalizers) != each {
+				t.Errorf("got %d finalizers, want %d", len(cm.Finalizers), each)
+			}
+		}()
+	}
+	wg.Wait()
+	checkPeakRSSUnder(t, d, 150<<20)
 }
 
 // TestApply_CreateNameMismatch: a server-side apply to a missing object
