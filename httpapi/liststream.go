@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"google.golang.org/protobuf/encoding/protowire"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -88,22 +90,62 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 	rev := first.Rev
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(rev, 10)}
 
-	if r.rep.as != asObject {
-		// Tables and metadata lists hold a converted row per object, not
-		// the values: gather them as a whole.
-		var objs []store.Object
-		last, _, err := p.pages(ctx, first, func(page []store.Object) error {
-			for _, o := range page {
-				o.Value = append([]byte(nil), o.Value...)
-				objs = append(objs, o)
+	switch r.rep.as {
+	case asTable:
+		// A Table holds a row per object, not the objects: rows are made
+		// page by page, and only they are kept.
+		var table *metav1.Table
+		var last store.Object
+		lastPage, _, err := p.pages(ctx, first, func(page []store.Object) error {
+			values := make([][]byte, len(page))
+			for i := range page {
+				values[i] = page[i].Value
+			}
+			t, err := s.tableFor(k, r.rep, values, &lm, c.QueryParam("includeObject"))
+			if err != nil {
+				return err
+			}
+			if table == nil {
+				table = t
+			} else {
+				table.Rows = append(table.Rows, t.Rows...)
+			}
+			if len(page) > 0 {
+				last = store.Object{Key: page[len(page)-1].Key}
 			}
 			return nil
 		})
 		if err != nil {
-			return s.writeError(c, storeError(err, r.gr(), ""))
+			return s.writeError(c, listPageError(err, r))
 		}
-		setContinue(&lm, useLimit, last, objs, p.opts.Filter != nil)
-		return s.writeList(c, r, objs, &lm)
+		setContinue(&lm, useLimit, lastPage, []store.Object{last}, p.opts.Filter != nil)
+		table.ListMeta = lm
+		return s.writeTyped(c, http.StatusOK, r.rep, table)
+	case asPartialObjectMetadataList:
+		list := &metav1.PartialObjectMetadataList{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadataList", APIVersion: "meta.k8s.io/" + orV1(r.rep.metaVersion)},
+		}
+		var last store.Object
+		lastPage, _, err := p.pages(ctx, first, func(page []store.Object) error {
+			for i := range page {
+				pom, err := partialMetadata(k, page[i].Value, r.rep.metaVersion)
+				if err != nil {
+					return err
+				}
+				list.Items = append(list.Items, *pom)
+				last = store.Object{Key: page[i].Key}
+			}
+			return nil
+		})
+		if err != nil {
+			return s.writeError(c, listPageError(err, r))
+		}
+		setContinue(&lm, useLimit, lastPage, []store.Object{last}, p.opts.Filter != nil)
+		list.ListMeta = lm
+		return s.writeTyped(c, http.StatusOK, r.rep, list)
+	case asPartialObjectMetadata:
+		return s.writeError(c, errNotAcceptableTransform(
+			"you requested PartialObjectMetadata, but the requested object is a list ("+k.InternalTypeName(true)+")"))
 	}
 
 	// The first pass: the metadata, and each item's size for Protobuf.
@@ -184,6 +226,16 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 	}
 	out.buf = w.end(out.buf)
 	return out.flush()
+}
+
+// listPageError maps an error of a page read or conversion: Status errors
+// (a conversion's) as they are, store errors through storeError.
+func listPageError(err error, r *request) error {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) {
+		return err
+	}
+	return storeError(err, r.gr(), "")
 }
 
 // setContinue sets lm's continue token and remaining count from the last
