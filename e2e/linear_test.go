@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -527,4 +528,44 @@ func TestHugeInput_ConcurrentLargeBodies(t *testing.T) {
 		}
 	}
 	checkPeakRSS(t, d)
+}
+
+// TestHugeInput_ConcurrentPatchesOfLargeObjects: small patches of large
+// stored objects, eight at once, take large-request slots as large bodies
+// do, so their work on the objects does not pile up in memory.
+func TestHugeInput_ConcurrentPatchesOfLargeObjects(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	createNamespace(t, d.Clientset(), "large-patch")
+	const n = 8
+	for i := 0; i < n; i++ {
+		body := mustJSON(t, map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": fmt.Sprint("big-", i), "finalizers": finalizers(60000, false)}})
+		if res := sendHuge(t, d, "POST", "/api/v1/namespaces/large-patch/configmaps", "application/json", body); res.Status != http.StatusCreated {
+			t.Fatalf("create big-%d: %d %.300s", i, res.Status, res.Body)
+		}
+	}
+	var wg sync.WaitGroup
+	for round := 0; round < 3; round++ {
+		for i := 0; i < n; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				req, _ := http.NewRequest("PATCH", fmt.Sprintf("%s/api/v1/namespaces/large-patch/configmaps/big-%d", d.URL, i),
+					strings.NewReader(fmt.Sprintf(`{"metadata":{"labels":{"round":"%d"}}}`, round)))
+				req.Header.Set("Content-Type", "application/merge-patch+json")
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Errorf("patch big-%d: %v", i, err)
+					return
+				}
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("patch big-%d: %d", i, resp.StatusCode)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	checkPeakRSSUnder(t, d, 200<<20)
 }

@@ -53,6 +53,15 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 	defer endAttempt(false)
 	tryUpdate := func(cur store.Object) ([]byte, error) {
 		endAttempt(false)
+		if r.c != nil && len(cur.Value) > largeBodyBytes {
+			// Patching or replacing a large stored object costs what a
+			// large body does (decoding, merging, field management, a
+			// few copies of it), whatever the size of the request: it
+			// takes a large-request slot too.
+			if err := s.admitLargeBody(r.c); err != nil {
+				return nil, err
+			}
+		}
 		old, err := k.DecodeStored(cur.Value)
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
