@@ -588,7 +588,13 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 	if initialEnd {
 		meta["annotations"] = map[string]string{initialEventsEndAnnotation: "true"}
 	}
-	obj, _ := json.Marshal(map[string]interface{}{"kind": k.GVK.Kind, "apiVersion": k.GVK.GroupVersion().String(), "metadata": meta})
+	// Like every event of a metadata watch, the bookmark is transformed
+	// into a PartialObjectMetadata.
+	kind, apiVersion := k.GVK.Kind, k.GVK.GroupVersion().String()
+	if ws.rep.as == asPartialObjectMetadata || ws.rep.as == asPartialObjectMetadataList {
+		kind, apiVersion = "PartialObjectMetadata", "meta.k8s.io/"+orV1(ws.rep.metaVersion)
+	}
+	obj, _ := json.Marshal(map[string]interface{}{"kind": kind, "apiVersion": apiVersion, "metadata": meta})
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "BOOKMARK", Object: rawExt(obj)})
 	_ = ws.out.write(append(line, '\n'))
 }
