@@ -24,7 +24,9 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -184,12 +186,14 @@ func (f *forwarder) close() {
 
 // widgetReconciler reconciles Widgets: it keeps widgetFinalizer on them,
 // server-side applies a ConfigMap widget-NAME that the Widget controls,
-// and writes status through the status subresource. When a Widget is
-// deleted, it records whether the ConfigMap was still there (it must be:
-// the garbage collector waits for the owner to go) and then removes the
-// finalizer.
+// writes status through the status subresource and records an
+// events.k8s.io Event; its controller watches the ConfigMaps' metadata
+// only. When a Widget is deleted, it records whether the ConfigMap was
+// still there (it must be: the garbage collector waits for the owner to
+// go) and then removes the finalizer.
 type widgetReconciler struct {
-	client client.Client
+	client   client.Client
+	recorder events.EventRecorder
 
 	mu sync.Mutex
 	// finalized maps a Widget name to whether its ConfigMap existed when
@@ -262,6 +266,7 @@ func (r *widgetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.client.Status().Update(ctx, w, client.FieldOwner(widgetManager)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("update status: %w", err)
 	}
+	r.recorder.Eventf(w, nil, corev1.EventTypeNormal, "Resized", "Reconcile", "size is %d", size)
 	return ctrl.Result{}, nil
 }
 
@@ -352,6 +357,25 @@ func widgetConverged(d *Daemon, ns, name string) error {
 	return nil
 }
 
+// wantWidgetEvent checks for an events.k8s.io/v1 Event of the widget
+// controller regarding the Widget name with the note.
+func wantWidgetEvent(d *Daemon, ns, name, note string) error {
+	l, err := d.Clientset().EventsV1().Events(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	var seen []string
+	for _, e := range l.Items {
+		r := e.Regarding
+		if r.Kind == "Widget" && r.APIVersion == "demo.example.com/v1" && r.Name == name && r.Namespace == ns &&
+			e.Reason == "Resized" && e.Action == "Reconcile" && e.Note == note && e.ReportingController == widgetManager && e.Type == corev1.EventTypeNormal {
+			return nil
+		}
+		seen = append(seen, fmt.Sprintf("%s/%s %s %q", r.Kind, r.Name, e.Reason, e.Note))
+	}
+	return fmt.Errorf("no Resized event %q for Widget %s among %v", note, name, seen)
+}
+
 // managedBy returns "operation/subresource" for each managedFields entry
 // of manager.
 func managedBy(mf []metav1.ManagedFieldsEntry, manager string) []string {
@@ -413,13 +437,13 @@ func TestControllerRuntime_Manager(t *testing.T) {
 	if err != nil {
 		t.Fatalf("new manager: %v", err)
 	}
-	rec := &widgetReconciler{client: mgr.GetClient(), finalized: map[string]bool{}}
+	rec := &widgetReconciler{client: mgr.GetClient(), recorder: mgr.GetEventRecorder(widgetManager), finalized: map[string]bool{}}
 	widget := &unstructured.Unstructured{}
 	widget.SetGroupVersionKind(widgetGVK)
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("widget").
 		For(widget).
-		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Complete(rec); err != nil {
 		t.Fatalf("build controller: %v", err)
 	}
@@ -498,6 +522,24 @@ func TestControllerRuntime_Manager(t *testing.T) {
 		t.Errorf("configmap managedFields of %s = %s, want %s", widgetManager, got, want)
 	}
 
+	// The reconciler's Event names the Widget.
+	waitUntil(t, "event for widget gizmo", func() error { return wantWidgetEvent(d, ns, "gizmo", "size is 3") })
+	// A ConfigMap deleted behind the controller's back comes back: the
+	// metadata-only watch on owned ConfigMaps triggers the owner's reconcile.
+	if err := d.Clientset().CoreV1().ConfigMaps(ns).Delete(context.Background(), "widget-gizmo", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete configmap: %v", err)
+	}
+	waitUntil(t, "configmap widget-gizmo recreated", func() error {
+		got, err := d.Clientset().CoreV1().ConfigMaps(ns).Get(context.Background(), "widget-gizmo", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got.UID == cm.UID {
+			return fmt.Errorf("still the deleted configmap (uid %s)", cm.UID)
+		}
+		return nil
+	})
+
 	// Restart: kill -9 edgeapi and start it again on the same data; the
 	// manager reconnects through the forwarder, keeps its lease, and
 	// reconciles a spec change made after the restart.
@@ -511,6 +553,7 @@ func TestControllerRuntime_Manager(t *testing.T) {
 		t.Fatalf("patch widget: %v", err)
 	}
 	waitUntil(t, "widget gizmo converged on size 7 after the restart", func() error { return widgetConverged(d, ns, "gizmo") })
+	waitUntil(t, "event for widget gizmo after the restart", func() error { return wantWidgetEvent(d, ns, "gizmo", "size is 7") })
 	// A Widget created after the restart is reconciled too.
 	w.SetName("sprocket")
 	if _, err := dyn.Resource(widgetGVR).Namespace(ns).Create(context.Background(), w, metav1.CreateOptions{}); err != nil {
