@@ -165,6 +165,9 @@ type gadgetState struct {
 	Config      map[string]string
 	Password    string
 	Extra       bool
+	// Hook is the data of the pre-install and pre-upgrade hook's
+	// ConfigMap, which Helm leaves alone once it ran.
+	Hook map[string]string
 }
 
 func readGadgetState(t *testing.T, d *Daemon, ns, release string) gadgetState {
@@ -203,6 +206,13 @@ func readGadgetState(t *testing.T, d *Daemon, ns, release string) gadgetState {
 		s.Extra = true
 	case !apierrors.IsNotFound(err):
 		t.Fatalf("get extra configmap: %v", err)
+	}
+	hook, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, release+"-hook", metav1.GetOptions{})
+	switch {
+	case err == nil:
+		s.Hook = hook.Data
+	case !apierrors.IsNotFound(err):
+		t.Fatalf("get hook configmap: %v", err)
 	}
 	return s
 }
@@ -256,7 +266,9 @@ func wantStrings(t *testing.T, what string, got []string, want ...string) {
 
 // TestHelm_Lifecycle installs the gadgets chart, upgrades it with changed
 // values, fails an upgrade that the CRD's schema refuses, rolls back to
-// revision 1 and uninstalls it, checking the objects, the release history
+// revision 1, upgrades with --force (replace instead of patch) and
+// uninstalls it, checking the objects, the hook (which deletes and
+// recreates its ConfigMap and looks up the release's), the release history
 // and the release Secrets after each step.
 func TestHelm_Lifecycle(t *testing.T) {
 	t.Parallel()
@@ -271,6 +283,7 @@ func TestHelm_Lifecycle(t *testing.T) {
 		GadgetSize: 1, GadgetColor: "blue",
 		Config:   map[string]string{"size": "1", "color": "blue", "revision": "1"},
 		Password: "hunter2",
+		Hook:     map[string]string{"revision": "1", "before": "{}"},
 	}
 
 	// Install: the CRD from crds/ first (Helm waits until it is
@@ -297,6 +310,7 @@ func TestHelm_Lifecycle(t *testing.T) {
 		GadgetSize: 5, GadgetColor: "red",
 		Config:   map[string]string{"size": "5", "color": "red", "revision": "2"},
 		Password: "s3cret", Extra: true,
+		Hook: map[string]string{"revision": "2", "before": `{"color":"blue","revision":"1","size":"1"}`},
 	}
 	wantGadgetState(t, "upgrade", readGadgetState(t, d, ns, rel), upgraded)
 	wantStrings(t, "helm list after upgrade", h.releases("list", "--namespace", ns), "demo 2 deployed")
@@ -312,25 +326,47 @@ func TestHelm_Lifecycle(t *testing.T) {
 	if res2.ExitCode == 0 || !strings.Contains(res2.Stderr, `Gadget.charts.example.com "demo-gadget" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1`) {
 		t.Errorf("upgrade with size=0: want the schema's 422 in the error\n%s", res2)
 	}
-	if got := readGadgetState(t, d, ns, rel); got.GadgetSize != 5 {
+	got := readGadgetState(t, d, ns, rel)
+	if got.GadgetSize != 5 {
 		t.Errorf("gadget size %d after the refused upgrade, want 5 still", got.GadgetSize)
+	}
+	failedHook := map[string]string{"revision": "3", "before": `{"color":"red","revision":"2","size":"5"}`}
+	if !reflect.DeepEqual(got.Hook, failedHook) {
+		t.Errorf("hook after the refused upgrade: %v, want %v (pre-upgrade hooks run first)", got.Hook, failedHook)
 	}
 	wantStrings(t, "helm list after the failed upgrade", h.releases("list", "--namespace", ns, "--all"), "demo 3 failed")
 
 	// Rollback to revision 1: its manifest comes back as revision 4, and
 	// the extra ConfigMap, not in revision 1, goes.
 	h.Must("rollback", rel, "1", "--namespace", ns, "--wait", "--timeout", "60s")
-	wantGadgetState(t, "rollback", readGadgetState(t, d, ns, rel), initial)
+	rolledBack := initial
+	rolledBack.Hook = failedHook // a rollback runs no upgrade hook
+	wantGadgetState(t, "rollback", readGadgetState(t, d, ns, rel), rolledBack)
 	wantStrings(t, "helm history after rollback", h.releases("history", rel, "--namespace", ns),
 		"1 superseded Install complete",
 		"2 superseded Upgrade complete",
 		`3 failed Upgrade "demo" failed: cannot patch "demo-gadget" with kind Gadget: Gadget.charts.example.com "demo-gadget" is invalid: spec.size: Invalid value: 0: spec.size in body should be greater than or equal to 1`,
 		"4 deployed Rollback to 1")
 
+	// Upgrade with --force: Helm replaces (PUT) the objects instead of
+	// patching them.
+	h.Must("upgrade", rel, chart, "--namespace", ns, "--force", "--reuse-values", "--set", "size=2", "--wait", "--timeout", "60s")
+	forced := gadgetState{
+		GadgetSize: 2, GadgetColor: "blue",
+		Config:   map[string]string{"size": "2", "color": "blue", "revision": "5"},
+		Password: "hunter2",
+		Hook:     map[string]string{"revision": "5", "before": `{"color":"blue","revision":"1","size":"1"}`},
+	}
+	wantGadgetState(t, "upgrade --force", readGadgetState(t, d, ns, rel), forced)
+	wantStrings(t, "release secrets after upgrade --force", releaseSecrets(t, d, ns),
+		"sh.helm.release.v1.demo.v1 superseded", "sh.helm.release.v1.demo.v2 superseded", "sh.helm.release.v1.demo.v3 failed",
+		"sh.helm.release.v1.demo.v4 superseded", "sh.helm.release.v1.demo.v5 deployed")
+
 	// Uninstall: the templated objects and the release Secrets go; the
-	// CRD from crds/ stays, as Helm documents.
+	// CRD from crds/ stays, and so does the hook's ConfigMap, as Helm
+	// documents.
 	h.Must("uninstall", rel, "--namespace", ns, "--wait", "--timeout", "60s")
-	wantGadgetState(t, "uninstall", readGadgetState(t, d, ns, rel), gadgetState{})
+	wantGadgetState(t, "uninstall", readGadgetState(t, d, ns, rel), gadgetState{Hook: forced.Hook})
 	wantStrings(t, "helm list after uninstall", h.releases("list", "--all-namespaces", "--all"))
 	wantStrings(t, "release secrets after uninstall", releaseSecrets(t, d, ns))
 	if _, err := d.apiextensionsClient(t).ApiextensionsV1().CustomResourceDefinitions().Get(context.Background(), "gadgets.charts.example.com", metav1.GetOptions{}); err != nil {
