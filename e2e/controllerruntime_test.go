@@ -397,7 +397,7 @@ func TestControllerRuntime_Manager(t *testing.T) {
 	d := StartDaemon(t)
 	dataDir := d.DataDir
 	d.KubectlStdin(widgetCRDYAML, "apply", "-f", "-")
-	d.MustKubectl("wait", "--for", "condition=established", "--timeout=60s", "crd/widgets.demo.example.com")
+	waitEstablished(t, d, "60s", "widgets.demo.example.com")
 	const ns = "widgets"
 	createNamespace(t, d.Clientset(), ns)
 

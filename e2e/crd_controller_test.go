@@ -70,7 +70,7 @@ func TestCRD_Established(t *testing.T) {
 	d := StartDaemon(t)
 	const name = "crontabs.stable.example.com"
 	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
-	wantOutput(t, d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name),
+	wantOutput(t, waitEstablished(t, d, "30s", name),
 		"customresourcedefinition.apiextensions.k8s.io/"+name+" condition met\n")
 
 	crd := waitCRD(t, d, name, established)
@@ -211,7 +211,7 @@ func TestCRD_DeleteRemovesInstances(t *testing.T) {
 	d := StartDaemon(t)
 	const name = "crontabs.stable.example.com"
 	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
-	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name)
+	waitEstablished(t, d, "30s", name)
 	for _, ns := range []string{"a", "b"} {
 		createNamespace(t, d.Clientset(), ns)
 	}
