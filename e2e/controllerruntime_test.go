@@ -396,7 +396,9 @@ func managedBy(mf []metav1.ManagedFieldsEntry, manager string) []string {
 func TestControllerRuntime_Manager(t *testing.T) {
 	d := StartDaemon(t)
 	dataDir := d.DataDir
-	d.KubectlStdin(widgetCRDYAML, "apply", "-f", "-")
+	if res := d.KubectlStdin(widgetCRDYAML, "apply", "-f", "-"); res.ExitCode != 0 {
+		t.Fatalf("%s", res)
+	}
 	waitEstablished(t, d, "60s", "widgets.demo.example.com")
 	const ns = "widgets"
 	createNamespace(t, d.Clientset(), ns)
