@@ -1,3 +1,6 @@
+// Helm 3 for the end-to-end tests (e2e/helm_test.go), built into bin/helm
+// by scripts/helm-build. A module of its own, with no code, so that Helm's
+// dependencies stay out of edgeapi's go.mod.
 module github.com/edgeapi/edgeapi/scripts/helm
 
 go 1.26.8
