@@ -421,7 +421,11 @@ func TestControllerRuntime_Manager(t *testing.T) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	leaseDuration, renewDeadline, retryPeriod := 15*time.Second, 10*time.Second, 2*time.Second
+	// The manager must keep its lease across the restart: renewals fail
+	// while edgeapi is down, and a leader that cannot renew within
+	// renewDeadline stops. A restart takes about a second, but allow for
+	// a loaded machine.
+	leaseDuration, renewDeadline, retryPeriod := 60*time.Second, 40*time.Second, 2*time.Second
 	skipNameValidation := true
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
