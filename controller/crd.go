@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -70,6 +71,15 @@ type crdController struct {
 	m      *Manager
 	kind   *registry.Kind
 	served map[string]*servedCRD // by CRD name
+	// decoded holds the CRDs of the last round by name. They are shared,
+	// never modified: a status write replaces a round's copy.
+	decoded map[string]decodedCRD
+}
+
+// decodedCRD is a stored CRD, decoded, and the revision it was read at.
+type decodedCRD struct {
+	modRev int64
+	crd    *apiextensionsv1.CustomResourceDefinition
 }
 
 // kickCRDs wakes the CRD controller.
@@ -123,30 +133,41 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 		return false, fmt.Errorf("list custom resource definitions: %w", err)
 	}
 	crds := make([]*crdState, 0, len(res.Objects))
+	decoded := make(map[string]decodedCRD, len(res.Objects))
 	for _, o := range res.Objects {
-		obj, err := c.kind.DecodeStored(o.Value)
-		if err != nil {
-			return false, err
+		// A round runs after every commit that touches a CRD; only the
+		// CRDs that changed since the last round are decoded again.
+		d, ok := c.decoded[o.Key.Name]
+		if !ok || d.modRev != o.ModRev {
+			obj, err := c.kind.DecodeStored(o.Value)
+			if err != nil {
+				return false, err
+			}
+			crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+			if !ok {
+				return false, fmt.Errorf("decode custom resource definition %s: got %T", o.Key.Name, obj)
+			}
+			d = decodedCRD{modRev: o.ModRev, crd: crd}
 		}
-		crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-		if !ok {
-			return false, fmt.Errorf("decode custom resource definition %s: got %T", o.Key.Name, obj)
-		}
-		crds = append(crds, &crdState{crd: crd, createRev: o.CreateRev})
+		decoded[o.Key.Name] = d
+		crds = append(crds, &crdState{crd: d.crd, createRev: o.CreateRev})
 	}
+	c.decoded = decoded
 	// The oldest CRD of a group gets a contested name, as in kube-apiserver
 	// where the first to be processed holds it.
 	sort.SliceStable(crds, func(i, j int) bool { return crds[i].createRev < crds[j].createRev })
 
 	var errs []error
+	var names []statusWrite
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp != nil {
 			continue
 		}
-		if err := c.acceptNames(ctx, s, crds); err != nil {
-			errs = append(errs, err)
+		if w, ok := c.acceptNames(s, crds); ok {
+			names = append(names, w)
 		}
 	}
+	errs = append(errs, c.writeAll(ctx, names)...)
 	// Serving comes before establishing (kubectl wait --for
 	// condition=established, then a create, must find the resource) and
 	// before cleanup (after a restart, the instances of a CRD deleted
@@ -154,14 +175,16 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 	if err := c.serve(crds); err != nil {
 		errs = append(errs, err)
 	}
+	var established []statusWrite
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp != nil {
 			continue
 		}
-		if err := c.establish(ctx, s); err != nil {
-			errs = append(errs, err)
+		if w, ok := c.establish(s); ok {
+			established = append(established, w)
 		}
 	}
+	errs = append(errs, c.writeAll(ctx, established)...)
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp == nil || !hasFinalizer(s.crd, registry.CRDCleanupFinalizer) {
 			continue
@@ -175,42 +198,89 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 	return retry, errors.Join(errs...)
 }
 
-// acceptNames runs the naming step for s, writing its status when it
-// changes it. s.crd is replaced by what was written, so
-// that CRDs later in the round see the names it took.
-func (c *crdController) acceptNames(ctx context.Context, s *crdState, all []*crdState) error {
-	crd := s.crd
-	if !equality.Semantic.DeepEqual(crd.Spec.Names, crd.Status.AcceptedNames) {
-		names, accepted, established := c.namesAndConditions(crd, all)
-		if !equality.Semantic.DeepEqual(names, crd.Status.AcceptedNames) || !sameCondition(findCondition(crd, apiextensionsv1.NamesAccepted), &accepted) {
-			if err := c.writeStatus(ctx, s, func(crd *apiextensionsv1.CustomResourceDefinition) {
-				crd.Status.AcceptedNames = names
-				setCondition(crd, accepted)
-				setCondition(crd, established)
-			}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// statusWrite is a status change for one CRD that a round decided on.
+type statusWrite struct {
+	s      *crdState
+	orig   *apiextensionsv1.CustomResourceDefinition
+	change func(*apiextensionsv1.CustomResourceDefinition)
 }
 
-// establish sets Established once the names are accepted. It runs after
-// serve registered the kinds, so a client that waits for Established finds
-// the resource served.
-func (c *crdController) establish(ctx context.Context, s *crdState) error {
-	crd := s.crd
-	if isConditionTrue(crd, apiextensionsv1.NamesAccepted) && !isConditionTrue(crd, apiextensionsv1.Established) {
-		return c.writeStatus(ctx, s, func(crd *apiextensionsv1.CustomResourceDefinition) {
-			setCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
-				Type:    apiextensionsv1.Established,
-				Status:  apiextensionsv1.ConditionTrue,
-				Reason:  "InitialNamesAccepted",
-				Message: "the initial names have been accepted",
-			})
-		})
+// plan records change for s: s.crd becomes a copy with the change made,
+// so that the rest of the round sees it, until writeAll writes it.
+func plan(s *crdState, change func(*apiextensionsv1.CustomResourceDefinition)) statusWrite {
+	w := statusWrite{s: s, orig: s.crd, change: change}
+	next := s.crd.DeepCopy()
+	change(next)
+	s.crd = next
+	return w
+}
+
+// crdWriters bounds the status writes a round makes at once. The writes
+// of a burst of CRDs then share group commits instead of waiting for one
+// fsync each.
+const crdWriters = 32
+
+// writeAll makes the writes, crdWriters at a time. Each CRD ends with what
+// was written, or with its state before the plan when the write failed.
+func (c *crdController) writeAll(ctx context.Context, writes []statusWrite) []error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	sem := make(chan struct{}, crdWriters)
+	for _, w := range writes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			// writeStatus applies the change to the stored CRD and keeps
+			// what it wrote in w.s.crd.
+			w.s.crd = w.orig
+			if err := c.writeStatus(ctx, w.s, w.change); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errs
+}
+
+// acceptNames plans the naming step for s when it changes its status.
+func (c *crdController) acceptNames(s *crdState, all []*crdState) (statusWrite, bool) {
+	crd := s.crd
+	if equality.Semantic.DeepEqual(crd.Spec.Names, crd.Status.AcceptedNames) {
+		return statusWrite{}, false
+	}
+	names, accepted, established := c.namesAndConditions(crd, all)
+	if equality.Semantic.DeepEqual(names, crd.Status.AcceptedNames) && sameCondition(findCondition(crd, apiextensionsv1.NamesAccepted), &accepted) {
+		return statusWrite{}, false
+	}
+	return plan(s, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		crd.Status.AcceptedNames = names
+		setCondition(crd, accepted)
+		setCondition(crd, established)
+	}), true
+}
+
+// establish plans Established once the names are accepted. Its write
+// comes after serve registered the kinds, so a client that waits for
+// Established finds the resource served.
+func (c *crdController) establish(s *crdState) (statusWrite, bool) {
+	crd := s.crd
+	if !isConditionTrue(crd, apiextensionsv1.NamesAccepted) || isConditionTrue(crd, apiextensionsv1.Established) {
+		return statusWrite{}, false
+	}
+	return plan(s, func(crd *apiextensionsv1.CustomResourceDefinition) {
+		setCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
+			Type:    apiextensionsv1.Established,
+			Status:  apiextensionsv1.ConditionTrue,
+			Reason:  "InitialNamesAccepted",
+			Message: "the initial names have been accepted",
+		})
+	}), true
 }
 
 // namesAndConditions decides which of crd's requested names it may have,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -262,5 +263,117 @@ func TestCRD_DeleteRemovesInstances(t *testing.T) {
 			t.Fatalf("after 30 s: CRD %d, crontabs list %d %s", crdRes.Status, list.Status, list.Body)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCRD_KillDuringCleanup: custom resources acknowledged before a
+// kill -9 are there after the restart, served as soon as the CRD is
+// established again; and a CRD whose cleanup was under way when the daemon
+// died finishes it after the restart.
+func TestCRD_KillDuringCleanup(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	const name = "crontabs.stable.example.com"
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name)
+	createNamespace(t, d.Clientset(), "k")
+	base := "/apis/stable.example.com/v1/namespaces/k/crontabs"
+	var acked []string
+	for i := range 50 {
+		fin := ""
+		if i == 0 {
+			fin = `,"finalizers":["example.com/hold"]`
+		}
+		n := fmt.Sprintf("c%d", i)
+		body := `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"` + n + `"` + fin + `},"spec":{"cronSpec":"* * * * */5"}}`
+		if res := doRaw(t, d, "POST", base, "application/json", "", []byte(body)); res.Status == 201 {
+			acked = append(acked, n)
+		}
+	}
+	d.Kill()
+	d = StartDaemon(t, DaemonOptions{DataDir: d.DataDir})
+	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name)
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range acked {
+		for {
+			res := rawGetNoFatal(d, base+"/"+n)
+			if res.Status == 200 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("acknowledged %s after the restart: %d %s", n, res.Status, res.Body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// Delete the CRD: c0's finalizer holds the cleanup; die in the middle.
+	d.MustKubectl("delete", "crd", name, "--wait=false")
+	waitCRD(t, d, name, func(crd *apiextensionsv1.CustomResourceDefinition) bool {
+		c := crdCondition(crd, apiextensionsv1.Terminating)
+		return c != nil && c.Reason == "InstanceDeletionInProgress" && rawGetNoFatal(d, base+"/c1").Status == 404
+	})
+	d.Kill()
+	d = StartDaemon(t, DaemonOptions{DataDir: d.DataDir})
+	// After the restart the held instance is still served, so its
+	// finalizer can be removed, and then the cleanup completes.
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		res := doRaw(t, d, "PATCH", base+"/c0", "application/merge-patch+json", "", []byte(`{"metadata":{"finalizers":null}}`))
+		if res.Status == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("remove c0's finalizer after the restart: %d %s", res.Status, res.Body)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		if res := rawGetNoFatal(d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name); res.Status == 404 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the CRD was not removed after the restart")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if res := rawGetNoFatal(d, base); res.Status != 404 {
+		t.Errorf("crontabs after the CRD went: %d, want 404", res.Status)
+	}
+}
+
+// TestCRD_KubectlExplain: once a CRD is established, OpenAPI publishes its
+// schema, and kubectl explain reads it.
+func TestCRD_KubectlExplain(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
+	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	var res KubectlResult
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		res = d.Kubectl("explain", "crontabs.spec")
+		if res.ExitCode == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{"GROUP:      stable.example.com", "KIND:       CronTab", "VERSION:    v1", "FIELD: spec <Object>", "cronSpec\t<string>", "replicas\t<integer>"} {
+		if !strings.Contains(res.Stdout, want) {
+			t.Errorf("kubectl explain crontabs.spec lacks %q:\n%s", want, res)
+		}
+	}
+	// The resource goes from OpenAPI with its CRD.
+	d.MustKubectl("delete", "crd", "crontabs.stable.example.com")
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		res = d.Kubectl("explain", "crontabs")
+		if res.ExitCode != 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if res.ExitCode == 0 {
+		t.Errorf("kubectl explain crontabs after the CRD was deleted succeeded:\n%s", res)
 	}
 }

@@ -959,3 +959,40 @@ func TestCustomResource_DynamicInformer(t *testing.T) {
 		t.Errorf("lister: %v %v, want [after]", objs, err)
 	}
 }
+
+// TestCustomResource_KubectlEditAndServerSideApply: kubectl edit through
+// an editor, and kubectl apply --server-side by two managers: a conflict
+// on the field the other owns, resolved with --force-conflicts.
+func TestCustomResource_KubectlEditAndServerSideApply(t *testing.T) {
+	d := startCRDaemon(t)
+	createNamespace(t, d.Clientset(), "cr-ssa")
+	alice := "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: daily\n  namespace: cr-ssa\nspec:\n  cronSpec: \"0 1 * * *\"\n  replicas: 2\n"
+	wantOutput(t, d.KubectlStdin(alice, "apply", "--server-side", "--field-manager=alice", "-f", "-"), "crontab.stable.example.com/daily serverside-applied\n")
+	bob := "apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata:\n  name: daily\n  namespace: cr-ssa\nspec:\n  replicas: 4\n"
+	res := d.KubectlStdin(bob, "apply", "--server-side", "--field-manager=bob", "-f", "-")
+	if res.ExitCode == 0 || !strings.Contains(res.Stderr, `conflict with "alice"`) || !strings.Contains(res.Stderr, ".spec.replicas") {
+		t.Errorf("bob's apply of alice's field: want a conflict on .spec.replicas\n%s", res)
+	}
+	wantOutput(t, d.KubectlStdin(bob, "apply", "--server-side", "--field-manager=bob", "--force-conflicts", "-f", "-"), "crontab.stable.example.com/daily serverside-applied\n")
+	wantOutput(t, d.MustKubectl("-n", "cr-ssa", "get", "ct", "daily", "-o", "jsonpath={.spec.replicas} {.spec.cronSpec}"), "4 0 1 * * *")
+	res = d.MustKubectl("-n", "cr-ssa", "get", "ct", "daily", "-o", "jsonpath={range .metadata.managedFields[*]}{.manager}:{.fieldsV1}{\"\\n\"}{end}")
+	for _, line := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		if strings.HasPrefix(line, "alice:") && strings.Contains(line, "f:replicas") {
+			t.Errorf("alice still owns spec.replicas: %s", line)
+		}
+		if strings.HasPrefix(line, "bob:") && !strings.Contains(line, "f:replicas") {
+			t.Errorf("bob does not own spec.replicas: %s", line)
+		}
+	}
+
+	// kubectl edit with an editor that rewrites the schedule.
+	editor := filepath.Join(t.TempDir(), "editor.sh")
+	if err := os.WriteFile(editor, []byte("#!/bin/sh\nsed -i 's/cronSpec: .*/cronSpec: 5 5 5 5 5/' \"$1\"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	res = d.KubectlEnv([]string{"KUBE_EDITOR=" + editor}, "", "-n", "cr-ssa", "edit", "ct", "daily")
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "crontab.stable.example.com/daily edited") {
+		t.Fatalf("kubectl edit: %s", res)
+	}
+	wantOutput(t, d.MustKubectl("-n", "cr-ssa", "get", "ct", "daily", "-o", "jsonpath={.spec.cronSpec} {.spec.replicas}"), "5 5 5 5 5 4")
+}

@@ -367,12 +367,19 @@ func (d *Daemon) Kubectl(args ...string) KubectlResult {
 // KubectlStdin runs kubectl with stdin (for `-f -`).
 func (d *Daemon) KubectlStdin(stdin string, args ...string) KubectlResult {
 	d.t.Helper()
+	return d.KubectlEnv(nil, stdin, args...)
+}
+
+// KubectlEnv runs kubectl with stdin and extra environment variables
+// (KUBE_EDITOR for `kubectl edit`).
+func (d *Daemon) KubectlEnv(env []string, stdin string, args ...string) KubectlResult {
+	d.t.Helper()
 	bin := kubectlBin.Path(d.t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*requestTimeout)
 	defer cancel()
 	full := append([]string{"--kubeconfig", d.Kubeconfig}, args...)
 	cmd := exec.CommandContext(ctx, bin, full...)
-	cmd.Env = append(os.Environ(), "HOME="+d.home, "KUBECONFIG=")
+	cmd.Env = append(append(os.Environ(), "HOME="+d.home, "KUBECONFIG="), env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -46,7 +46,29 @@ var hostileKinds = []*hostileKind{
 	{prefix: "/apis/coordination.k8s.io/v1", resource: "leases", kind: "Lease", apiVersion: "coordination.k8s.io/v1", names: []string{"lease-0", "lease-1"}},
 	{prefix: "/api/v1", resource: "events", kind: "Event", apiVersion: "v1", names: []string{"event-0", "event-1"}},
 	{prefix: "/apis/events.k8s.io/v1", resource: "events", kind: "Event", apiVersion: "events.k8s.io/v1", names: []string{"event-0", "event-1"}},
+	// A custom resource of hostileCRD: unstructured, schema-validated,
+	// with a CEL rule and a status subresource.
+	{prefix: "/apis/hostile.example.com/v1", resource: "gizmos", kind: "Gizmo", apiVersion: "hostile.example.com/v1", names: []string{"gizmo-0", "gizmo-1"}},
 }
+
+// hostileCRD defines the Gizmo custom resource the hostile run holds
+// known objects of.
+const hostileCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+"metadata":{"name":"gizmos.hostile.example.com"},
+"spec":{"group":"hostile.example.com","scope":"Namespaced",
+ "names":{"plural":"gizmos","singular":"gizmo","kind":"Gizmo","shortNames":["gz"]},
+ "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
+  "additionalPrinterColumns":[{"name":"Size","type":"integer","jsonPath":".spec.size"}],
+  "schema":{"openAPIV3Schema":{"type":"object","properties":{
+   "spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.size <= 100","message":"size at most 100"}],
+    "properties":{"size":{"type":"integer","default":1},"color":{"type":"string","maxLength":32},
+     "tags":{"type":"array","items":{"type":"string"},"x-kubernetes-list-type":"set"},
+     "ports":{"type":"array","x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],
+      "items":{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"port":{"type":"integer"}}}}}},
+   "status":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}}}]}}`
+
+// hostileCRDPath is the known CRD's URL.
+const hostileCRDPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gizmos.hostile.example.com"
 
 func hostileNamespace(i int) string { return fmt.Sprintf("hostile-known-%d", i) }
 
@@ -188,6 +210,7 @@ var hostileCategories = []struct {
 	{"query", 10, (*hostileGen).query},
 	{"raw-http", 3, (*hostileGen).rawHTTP},
 	{"scratch", 6, (*hostileGen).scratchWrite},
+	{"crd", 2, (*hostileGen).crdWrite},
 }
 
 // hostileRequest returns request i of the run with seed.
@@ -287,6 +310,8 @@ func (g *hostileGen) validObject(k *hostileKind, ns, name string) map[string]any
 		obj["type"] = "Opaque"
 	case "leases":
 		obj["spec"] = map[string]any{"holderIdentity": "h", "leaseDurationSeconds": 10}
+	case "gizmos":
+		obj["spec"] = map[string]any{"size": g.pick(10), "color": "red", "tags": []any{"a", "b"}, "ports": []any{map[string]any{"name": "http", "port": 80}}}
 	case "events":
 		if k.apiVersion == "v1" {
 			obj["involvedObject"] = map[string]any{"kind": "ConfigMap", "namespace": ns, "name": "cm-0"}
@@ -659,6 +684,7 @@ var kindFields = map[string][]string{
 	"secrets":    {"data", "stringData", "type", "immutable"},
 	"leases":     {"spec", "spec.holderIdentity", "spec.leaseDurationSeconds", "spec.acquireTime", "spec.renewTime", "spec.leaseTransitions", "spec.strategy", "spec.preferredHolder"},
 	"events":     {"involvedObject", "reason", "message", "source", "firstTimestamp", "lastTimestamp", "count", "type", "eventTime", "series", "action", "related", "reportingComponent", "reportingController", "reportingInstance", "regarding", "note", "deprecatedCount", "deprecatedFirstTimestamp"},
+	"gizmos":     {"spec", "spec.size", "spec.color", "spec.tags", "spec.ports", "status"},
 }
 
 func (g *hostileGen) wrongTypeMeta(r *hostileReq) {
@@ -1260,6 +1286,96 @@ func (g *hostileGen) scratchWrite(r *hostileReq) {
 		r.setHeader("Content-Type", pickOf(g, []string{"application/merge-patch+json", "application/strategic-merge-patch+json"}))
 	}
 	r.scratch = true
+}
+
+// crdWrite sends CustomResourceDefinitions, mostly invalid ones: schemas
+// that are not structural, deeply nested or huge, CEL rules that do not
+// compile or cost too much, names that do not match, and garbage patches
+// of the known CRD (guarded like any write to known data). A valid CRD is
+// stored only under one of a few scratch names, so the run holds a
+// bounded number of them; most creates are dry runs.
+func (g *hostileGen) crdWrite(r *hostileReq) {
+	const coll = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	plural := pickOf(g, []string{"widgets", "things", "gadgets"})
+	group := fmt.Sprintf("scratch%d.example.com", g.pick(2))
+	crd := map[string]any{}
+	if err := json.Unmarshal([]byte(hostileCRD), &crd); err != nil {
+		panic(err)
+	}
+	crd["metadata"] = map[string]any{"name": plural + "." + group}
+	spec := crd["spec"].(map[string]any)
+	spec["group"] = group
+	spec["names"] = map[string]any{"plural": plural, "kind": strings.ToUpper(plural[:1]) + plural[1:len(plural)-1]}
+	version := spec["versions"].([]any)[0].(map[string]any)
+	schema := version["schema"].(map[string]any)["openAPIV3Schema"].(map[string]any)
+	specProps := schema["properties"].(map[string]any)["spec"].(map[string]any)
+	switch g.pick(10) {
+	case 0: // a property without a type: not structural
+		specProps["properties"].(map[string]any)["bad"] = map[string]any{"description": "no type"}
+	case 1: // a rule that does not compile, or one over the cost budget
+		specProps["x-kubernetes-validations"] = []any{map[string]any{"rule": pickOf(g, []string{"self.size >", "self.nope == 1",
+			"self.tags.all(a, self.tags.all(b, self.tags.all(c, a + b + c != '')))", strings.Repeat("(", 500) + "true" + strings.Repeat(")", 500)})}}
+	case 2: // deep nesting
+		leaf := map[string]any{"type": "string"}
+		for range 200 + g.pick(300) {
+			leaf = map[string]any{"type": "object", "properties": map[string]any{"x": leaf}}
+		}
+		specProps["properties"].(map[string]any)["deep"] = leaf
+	case 3: // many properties (a 650 KB CRD of 9,000 costs the daemon about 40 MiB while it is created and served: kept below that here)
+		props := specProps["properties"].(map[string]any)
+		for i := range 500 + g.pick(2500) {
+			props[fmt.Sprintf("p%d", i)] = map[string]any{"type": "string", "description": strings.Repeat("d", g.pick(100))}
+		}
+	case 4: // the name does not match, or two storage versions
+		if g.chance(0.5) {
+			crd["metadata"] = map[string]any{"name": "wrong.example.com"}
+		} else {
+			v2 := map[string]any{}
+			for k, v := range version {
+				v2[k] = v
+			}
+			v2["name"] = "v2"
+			spec["versions"] = []any{version, v2}
+		}
+	case 5: // wrong types anywhere
+		g.setRandomPath(crd, g.wrong())
+	case 6: // a garbage patch of the known CRD (guarded)
+		r.method, r.target, r.body = "PATCH", hostileCRDPath, mustMarshal(g.randomTree(3))
+		r.setHeader("Content-Type", pickOf(g, []string{"application/merge-patch+json", "application/json-patch+json", "application/strategic-merge-patch+json"}))
+		return
+	case 7: // delete a scratch CRD
+		r.method, r.target = "DELETE", coll+"/"+plural+"."+group
+		r.scratch = true
+		return
+	}
+	r.method, r.target, r.body = "POST", coll, mustMarshal(crd)
+	if g.chance(0.7) {
+		r.target += "?dryRun=All"
+	}
+	r.setHeader("Content-Type", "application/json")
+	r.scratch = true
+}
+
+// setRandomPath replaces a random value somewhere in v with val.
+func (g *hostileGen) setRandomPath(v map[string]any, val any) {
+	cur := v
+	for range 6 {
+		keys := make([]string, 0, len(cur))
+		for k := range cur {
+			keys = append(keys, k)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		sortStrings(keys)
+		k := pickOf(g, keys)
+		next, ok := cur[k].(map[string]any)
+		if !ok || g.chance(0.3) {
+			cur[k] = val
+			return
+		}
+		cur = next
+	}
 }
 
 // --- guards ----------------------------------------------------------------

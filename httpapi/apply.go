@@ -36,6 +36,13 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 	if patchObj.Object == nil {
 		patchObj.Object = map[string]interface{}{}
 	}
+	if k.Unstructured {
+		// A custom resource's integers must be int64, as its JSON bodies
+		// decode them (CEL rules and the scale subresource refuse a
+		// float64 where the schema says integer); the apply body was
+		// decoded with every number a float64.
+		wholeFloatsToInts(patchObj.Object)
+	}
 	if _, ok, _ := unstructured.NestedFieldNoCopy(patchObj.Object, "metadata", "managedFields"); ok {
 		return s.writeError(c, apierrors.NewBadRequest("metadata.managedFields must be nil"))
 	}
@@ -94,6 +101,28 @@ func (s *Server) handleApply(r *request, opts writeOptions) error {
 		}
 		return s.writeUpdateResult(r, res, opts.dryRun)
 	}
+}
+
+// wholeFloatsToInts replaces, in place, each float64 in v that is a whole
+// number within int64's range by that int64, as
+// k8s.io/apimachinery/pkg/util/json does when it decodes unstructured
+// objects.
+func wholeFloatsToInts(v interface{}) interface{} {
+	switch v := v.(type) {
+	case float64:
+		if i := int64(v); float64(i) == v && v >= -(1<<63) && v < 1<<63 {
+			return i
+		}
+	case map[string]interface{}:
+		for k, e := range v {
+			v[k] = wholeFloatsToInts(e)
+		}
+	case []interface{}:
+		for i, e := range v {
+			v[i] = wholeFloatsToInts(e)
+		}
+	}
+	return v
 }
 
 // decodeApplyPatch decodes an apply patch as kube-apiserver does, with

@@ -41,3 +41,21 @@ func TestDecodeApplyPatch(t *testing.T) {
 		}
 	}
 }
+
+func TestWholeFloatsToInts(t *testing.T) {
+	tests := []struct {
+		in, want interface{}
+	}{
+		{float64(2), int64(2)},
+		{float64(-3), int64(-3)},
+		{2.5, 2.5},
+		{1e300, 1e300},
+		{"2", "2"},
+		{map[string]interface{}{"a": float64(1), "b": []interface{}{float64(2), 0.5}}, map[string]interface{}{"a": int64(1), "b": []interface{}{int64(2), 0.5}}},
+	}
+	for _, tt := range tests {
+		if got := wholeFloatsToInts(tt.in); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("wholeFloatsToInts(%v) = %#v, want %#v", tt.in, got, tt.want)
+		}
+	}
+}

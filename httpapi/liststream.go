@@ -272,7 +272,7 @@ func appendListHead(dst []byte, k *registry.Kind, lm *metav1.ListMeta) ([]byte, 
 
 // yamlListEncoder writes the YAML jsonToYAML makes of the list's JSON: its
 // members in go-yaml's order (apiVersion, items, kind, metadata), and each
-// item as yamlElements writes it.
+// item as yamlElement writes it.
 type yamlListEncoder struct {
 	kind *registry.Kind
 	lm   *metav1.ListMeta
@@ -283,7 +283,7 @@ func (e *yamlListEncoder) mediaType() string { return mediaYAML }
 
 func (e *yamlListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 	e.lm = lm
-	return wholeJSONToYAML(fmt.Appendf(nil, `{"apiVersion":%q}`, e.kind.GVK.GroupVersion().String()))
+	return jsonToYAML(fmt.Appendf(nil, `{"apiVersion":%q}`, e.kind.GVK.GroupVersion().String()))
 }
 
 func (e *yamlListEncoder) item(dst, value []byte) ([]byte, error) {
@@ -298,10 +298,10 @@ func (e *yamlListEncoder) item(dst, value []byte) ([]byte, error) {
 
 func (e *yamlListEncoder) end(dst []byte) []byte {
 	// Neither can fail: both are a string and a ListMeta.
-	y, _ := wholeJSONToYAML(fmt.Appendf(nil, `{"kind":%q}`, e.kind.ListKind))
+	y, _ := jsonToYAML(fmt.Appendf(nil, `{"kind":%q}`, e.kind.ListKind))
 	dst = append(dst, y...)
 	lmb, _ := json.Marshal(e.lm)
-	y, _ = wholeJSONToYAML(append(append([]byte(`{"metadata":`), lmb...), '}'))
+	y, _ = jsonToYAML(append(append([]byte(`{"metadata":`), lmb...), '}'))
 	return append(dst, y...)
 }
 

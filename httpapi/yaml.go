@@ -2,71 +2,29 @@ package httpapi
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 
+	"github.com/edgeapi/edgeapi/httpapi/internal/yamlout"
 	yamlv2 "go.yaml.in/yaml/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
 // This file holds what YAML needs beyond the codecs: a bound on request
-// bodies' alias expansion, and a conversion of responses that
-// sigs.k8s.io/yaml cannot convert.
+// bodies' alias expansion, and the conversion of JSON responses.
 
-// jsonToYAML converts a JSON response to the YAML kube-apiserver writes
-// (sigs.k8s.io/yaml.JSONToYAML, which reads the JSON as YAML and writes it
-// with go-yaml), with two differences in cost, not in bytes:
-//   - encoding/json reads the JSON (numbers become the int, uint64 or
-//     float64 go-yaml reads them as). go-yaml's parser keeps a node for
-//     every value, and reads a key longer than 1,024 characters as an
-//     error: a stored object can hold one (managedFields' fieldsV1 keys are
-//     free-form), and every YAML read of it answered 500.
-//   - an object's top-level arrays (a list's items, a Table's rows) are
-//     written one element at a time (see yamlElements). go-yaml's encoder
-//     keeps every event of a document until it ends, over 600 bytes a
-//     value: a YAML LIST of 8 ConfigMaps of 200,000 finalizers (15 MB of
-//     JSON) took the daemon from 190 MiB to 1.1 GiB.
+// jsonToYAML converts a JSON response to the YAML kube-apiserver writes:
+// the bytes of sigs.k8s.io/yaml.JSONToYAML, written by yamlout as it
+// reads the JSON. go-yaml's encoder keeps every event of a document until
+// it ends, hundreds of bytes a value: a 3 MB object of 250,000 values
+// took 200-330 MB, and a YAML LIST of 8 ConfigMaps of 200,000 finalizers
+// (15 MB of JSON) took the daemon from 190 MiB to 1.1 GiB. yamlout
+// allocates about twice the JSON's size. Keys longer than 1,024
+// characters, which go-yaml's parser (and so JSONToYAML) refuses, are
+// written like any other: a stored object can hold one (managedFields'
+// fieldsV1 keys are free-form).
 func jsonToYAML(b []byte) ([]byte, error) {
-	var top map[string]json.RawMessage
-	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' || json.Unmarshal(b, &top) != nil || !letterKeys(top) {
-		return wholeJSONToYAML(b)
-	}
-	var out []byte
-	for _, key := range slices.Sorted(maps.Keys(top)) { // go-yaml's order, for keys of letters
-		v := top[key]
-		var elems []json.RawMessage
-		if t := bytes.TrimLeft(v, " \t\r\n"); len(t) > 0 && t[0] == '[' && json.Unmarshal(v, &elems) == nil && len(elems) > 0 {
-			y, err := yamlElements(key, elems)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, y...)
-			continue
-		}
-		y, err := wholeJSONToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:`), v...), '}'))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, y...)
-	}
-	return out, nil
-}
-
-// yamlElements writes the top-level member key: [elems...] one element at
-// a time (see yamlElement).
-func yamlElements(key string, elems []json.RawMessage) ([]byte, error) {
-	var out []byte
-	for i, e := range elems {
-		y, err := yamlElement(key, e, i == 0)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, y...)
-	}
-	return out, nil
+	return yamlout.Append(nil, b)
 }
 
 // yamlElement writes one element of the top-level array member key. It is
@@ -74,7 +32,7 @@ func yamlElements(key string, elems []json.RawMessage) ([]byte, error) {
 // it has in the whole document (go-yaml folds long strings by column); the
 // "key:" line comes with the first element only.
 func yamlElement(key string, elem []byte, first bool) ([]byte, error) {
-	y, err := wholeJSONToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:[`), elem...), ']', '}'))
+	y, err := jsonToYAML(append(append([]byte(`{`+strconv.Quote(key)+`:[`), elem...), ']', '}'))
 	if err != nil {
 		return nil, err
 	}
@@ -82,78 +40,6 @@ func yamlElement(key string, elem []byte, first bool) ([]byte, error) {
 		y = y[bytes.IndexByte(y, '\n')+1:] // the "key:" line
 	}
 	return y, nil
-}
-
-// largeYAML lets one conversion of a large document (over largeYAMLBytes of
-// JSON) run at a time, daemon-wide: go-yaml holds over 600 bytes a value
-// until the document ends, so each costs tens of times its size. Four
-// concurrent YAML lists of 16 ConfigMaps of 50,000 finalizers took the
-// daemon past 300 MiB. A conversion is CPU work on a bounded input (a
-// stored object is under the 3 MiB request limit), so waiting is short.
-var largeYAML = make(chan struct{}, 1)
-
-const largeYAMLBytes = 256 << 10
-
-// wholeJSONToYAML converts a JSON document to YAML in one go.
-func wholeJSONToYAML(b []byte) ([]byte, error) {
-	if len(b) > largeYAMLBytes {
-		largeYAML <- struct{}{}
-		defer func() { <-largeYAML }()
-	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v interface{}
-	if err := d.Decode(&v); err != nil {
-		return nil, fmt.Errorf("convert JSON to YAML: %w", err)
-	}
-	return yamlv2.Marshal(yamlNumbers(v))
-}
-
-// letterKeys reports whether every key of m is ASCII letters, which go-yaml
-// orders as strings and writes as a plain key on one line (up to 128).
-func letterKeys[V any](m map[string]V) bool {
-	for k := range m {
-		if k == "" || len(k) > 128 {
-			return false
-		}
-		for i := 0; i < len(k); i++ {
-			if c := k[i]; !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// yamlNumbers replaces, in place, each json.Number in v by the value
-// go-yaml resolves the same plain scalar to: an int, then a uint64, then a
-// float64, and the string when none fits.
-func yamlNumbers(v interface{}) interface{} {
-	switch v := v.(type) {
-	case json.Number:
-		if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
-			if i == int64(int(i)) {
-				return int(i)
-			}
-			return i
-		}
-		if u, err := strconv.ParseUint(string(v), 10, 64); err == nil {
-			return u
-		}
-		if f, err := strconv.ParseFloat(string(v), 64); err == nil {
-			return f
-		}
-		return string(v)
-	case map[string]interface{}:
-		for k, e := range v {
-			v[k] = yamlNumbers(e)
-		}
-	case []interface{}:
-		for i, e := range v {
-			v[i] = yamlNumbers(e)
-		}
-	}
-	return v
 }
 
 // checkYAMLExpansion refuses, with a 413, a YAML body whose aliases expand

@@ -65,6 +65,11 @@ func testCA(t *testing.T) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
+// expensiveRule is a spec schema with a rule over the per-rule cost limit
+// (3.1 times) but not over the limit of the whole schema: a regular
+// expression on every item of an unbounded list.
+const expensiveRule = `{type: object, properties: {l: {type: array, items: {type: string, maxLength: 64}}}, x-kubernetes-validations: [{rule: "self.l.all(x, x.matches('^a+$'))"}]}`
+
 func oracleCases() []oracleCase {
 	established := func(_ *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
 		old.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue}}
@@ -157,6 +162,81 @@ func oracleCases() []oracleCase {
 			{rule: "a\nb"},
 			{rule: "true", message: "a\nb"}]}`), rejects: true},
 
+		// x-kubernetes-validations compiled.
+		{name: "rules that do not compile", mutate: onSpec(`{type: object, properties: {a: {type: integer}, b: {type: string}}, x-kubernetes-validations: [
+			{rule: "self.a >"},
+			{rule: "self.nope == 1"},
+			{rule: "self.a"},
+			{rule: "self.a == 'x'"},
+			{rule: "self.b.startsWith(1)"},
+			{rule: "size(self.b) < 3 && self.a > 0"}]}`), rejects: true},
+		{name: "messageExpression errors", mutate: onSpec(`{type: object, properties: {a: {type: integer}}, x-kubernetes-validations: [
+			{rule: "self.a > 0", messageExpression: "self.a"},
+			{rule: "self.a > 0", messageExpression: "'a is ' +"},
+			{rule: "self.a >", messageExpression: "'never compiled' +"},
+			{rule: "self.a > 0", messageExpression: "'a is ' + string(self.a)"}]}`), rejects: true},
+		{name: "rule over the per-expression cost budget", mutate: onSpec(`{type: object, properties: {
+			l: {type: array, items: {type: string}},
+			m: {type: array, items: {type: string, x-kubernetes-validations: [{rule: "self.matches('^a+$')"}]}}},
+			x-kubernetes-validations: [{rule: "self.l.all(x, self.l.all(y, x == y))"}]}`), rejects: true},
+		{name: "the same rules made cheap with maxItems and maxLength", mutate: onSpec(`{type: object, properties: {
+			l: {type: array, maxItems: 10, items: {type: string, maxLength: 10}},
+			m: {type: array, maxItems: 10, items: {type: string, maxLength: 10, x-kubernetes-validations: [{rule: "self.matches('^a+$')"}]}}},
+			x-kubernetes-validations: [{rule: "self.l.all(x, self.l.all(y, x == y))"}]}`)},
+		{name: "messageExpression over the cost budget", mutate: onSpec(`{type: object, properties: {l: {type: array, items: {type: string}}},
+			x-kubernetes-validations: [{rule: "size(self.l) < 5", messageExpression: "self.l.filter(x, self.l.exists(y, x == y)).join(',')"}]}`), rejects: true},
+		{name: "total cost over budget with many rules", mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			var rules []string
+			for range 30 {
+				rules = append(rules, `{rule: "self.l.all(x, x.matches('^a+$'))"}`)
+			}
+			onSpec(`{type: object, properties: {l: {type: array, items: {type: string, maxLength: 10}}}, x-kubernetes-validations: [`+strings.Join(rules, ", ")+`]}`)(t, crd)
+		}, rejects: true},
+		{name: "oldSelf under uncorrelatable lists and maps", mutate: onSpec(`{type: object, properties: {
+			l: {type: array, items: {type: object, properties: {a: {type: string}}, x-kubernetes-validations: [{rule: "self.a == oldSelf.a"}]}},
+			s: {type: array, x-kubernetes-list-type: set, items: {type: string, x-kubernetes-validations: [{rule: "self == oldSelf"}]}},
+			nested: {type: array, items: {type: array, items: {type: string, x-kubernetes-validations: [{rule: "self == oldSelf"}]}}},
+			m: {type: array, x-kubernetes-list-type: map, x-kubernetes-list-map-keys: [k], items: {type: object, required: [k], properties: {k: {type: string}}, x-kubernetes-validations: [{rule: "self.k == oldSelf.k"}]}},
+			o: {type: object, additionalProperties: {type: string, x-kubernetes-validations: [{rule: "self == oldSelf"}]}}}}`), rejects: true},
+		{name: "optionalOldSelf without oldSelf", mutate: onSpec(`{type: object, properties: {a: {type: integer}}, x-kubernetes-validations: [
+			{rule: "self.a > 0", optionalOldSelf: true},
+			{rule: "self.a > 0", optionalOldSelf: false},
+			{rule: "oldSelf.hasValue()", optionalOldSelf: true},
+			{rule: "self.a >", optionalOldSelf: true},
+			{rule: "!oldSelf.hasValue() || self.a >= oldSelf.value().a", optionalOldSelf: true}]}`), rejects: true},
+		{name: "rules are not compiled where the schema is wrong", mutate: onSpec(`{type: object, properties: {
+			a: {type: object, properties: {b: {type: string, maxLength: -1}}, x-kubernetes-validations: [{rule: "self.b >"}]},
+			c: {type: string, x-kubernetes-validations: [{rule: "self >"}]}}}`), rejects: true},
+		{name: "rules in allOf and not are not compiled", mutate: onSpec(`{type: object, properties: {a: {type: string}}, allOf: [{x-kubernetes-validations: [{rule: "self >"}]}], not: {x-kubernetes-validations: [{rule: "self.a >"}]}}`), rejects: true},
+		{name: "rule just over the cost limit", mutate: onSpec(`{type: object, properties: {l: {type: array, items: {type: string, maxLength: 22}}}, x-kubernetes-validations: [{rule: "self.l.all(x, x.matches('^a+$'))"}]}`), rejects: true},
+		{name: "rules on an embedded resource and int-or-string", mutate: onSpec(`{type: object, properties: {
+			e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-validations: [{rule: "self.kind == 'Foo'"}, {rule: "self.metadata.name.size() > 1"}, {rule: "self.spec > 1"}]},
+			i: {x-kubernetes-int-or-string: true, x-kubernetes-validations: [{rule: "type(self) == int || self.endsWith('%')"}, {rule: "self > 1"}]},
+			p: {type: object, x-kubernetes-preserve-unknown-fields: true, x-kubernetes-validations: [{rule: "self.anything == 1"}]}}}`), rejects: true},
+		{name: "rule on the root with status", mutate: setSchema(0, `{type: object, x-kubernetes-validations: [{rule: "self.metadata.name.size() < 5"}, {rule: "self.metadata.labels.size() > 0"}, {rule: "self.spec.x == 1"}, {rule: "has(self.status)"}],
+			properties: {spec: {type: object, properties: {x: {type: integer}}}, status: {type: object}}}`), rejects: true},
+		{name: "rules in both versions", mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			setSchema(1, `{type: object, x-kubernetes-validations: [{rule: "self.a >"}], properties: {a: {type: integer}}}`)(t, crd)
+			onSpec(`{type: object, x-kubernetes-validations: [{rule: "1"}]}`)(t, crd)
+		}, rejects: true},
+		{name: "rule under a property CEL cannot name", mutate: onSpec(`{type: object, properties: {"a/b": {type: object, properties: {c: {type: integer}}, x-kubernetes-validations: [{rule: "self.c > 0"}, {rule: "self.d > 0"}]}}, x-kubernetes-validations: [{rule: "has(self.a__slash__b)"}]}`), rejects: true},
+
+		// Defaults run through the rules of their node and below.
+		{name: "default refused by its rule", mutate: onSpec(`{type: object, properties: {a: {type: integer, default: 3, x-kubernetes-validations: [{rule: "self > 5"}]}}}`), rejects: true},
+		{name: "default with a rule that does not compile", mutate: onSpec(`{type: object, properties: {a: {type: integer, default: 3, x-kubernetes-validations: [{rule: "self >"}]}}}`), rejects: true},
+		{name: "default refused by rules below it and with messageExpression", mutate: onSpec(`{type: object, properties: {o: {type: object, default: {num: 1, s: ab}, properties: {
+			num: {type: integer, x-kubernetes-validations: [{rule: "self > 1", messageExpression: "'num is ' + 'small'"}]},
+			s: {type: string, maxLength: 5, x-kubernetes-validations: [{rule: "self.startsWith('x')", message: "must start with x", reason: FieldValueForbidden}]}}}}}`), rejects: true},
+		{name: "defaults that pass their rules", mutate: onSpec(`{type: object, properties: {
+			a: {type: integer, default: 7, x-kubernetes-validations: [{rule: "self > 5"}, {rule: "self == oldSelf"}]},
+			b: {type: array, maxItems: 3, items: {type: string, maxLength: 3}, default: [x, z], x-kubernetes-validations: [{rule: "self.all(i, i.size() == 1)"}]}}}`)},
+		{name: "default and optionalOldSelf", mutate: onSpec(`{type: object, properties: {
+			a: {type: integer, default: 3, x-kubernetes-validations: [{rule: "!oldSelf.hasValue()", optionalOldSelf: true}]},
+			b: {type: integer, default: 3, x-kubernetes-validations: [{rule: "oldSelf.hasValue()", optionalOldSelf: true}]}}}`), rejects: true},
+		{name: "default of an embedded resource and its rules", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, x-kubernetes-preserve-unknown-fields: true,
+			default: {apiVersion: v1, kind: Foo, metadata: {name: ok}}, x-kubernetes-validations: [{rule: "self.kind == 'Bar'"}, {rule: "self.metadata.name == 'ok'"}]}}}`), rejects: true},
+		{name: "default inside embedded metadata and its rule", mutate: onSpec(`{type: object, properties: {e: {type: object, x-kubernetes-embedded-resource: true, properties: {
+			kind: {type: string, default: Foo, x-kubernetes-validations: [{rule: "self == 'Bar'"}]}}}}}`), rejects: true},
 		// Selectable fields.
 		{name: "nine selectable fields", mutate: nineFields, rejects: true},
 		{name: "selectable fields: map keys, brackets, metadata", mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
@@ -260,6 +340,30 @@ func oracleCases() []oracleCase {
 		}, rejects: true},
 		{name: "update: metadata name is immutable", mutateOld: func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
 			crd.Name = "other.stable.example.com"
+		}, rejects: true},
+		// Updates of rules: a rule over the cost limit in a schema the
+		// update leaves alone stays; a schema that changes is checked
+		// again, and a new rule always is.
+		{name: "update: a rule over the cost limit may stay in an unchanged schema", mutateOld: onSpec(expensiveRule), mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Labels = map[string]string{"a": "b"}
+		}},
+		{name: "update: a rule over the cost limit in a changed schema", mutateOld: onSpec(expensiveRule), mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Description = "changed"
+		}, rejects: true},
+		{name: "update: a new rule over the cost limit", mutateOld: func(*testing.T, *apiextensionsv1.CustomResourceDefinition) {}, mutate: onSpec(expensiveRule), rejects: true},
+		{name: "update: a rule that does not compile is rejected even when stored", mutateOld: onSpec(`{type: object, properties: {a: {type: integer}}, x-kubernetes-validations: [{rule: "self.a >"}]}`),
+			mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+				crd.Labels = map[string]string{"a": "b"}
+			}, rejects: true},
+		{name: "update: total over budget is checked in an unchanged schema", mutateOld: func(t *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
+			onSpec(`{type: object, properties: {l: {type: array, items: {type: string}}}, x-kubernetes-validations: [{rule: "self.l.all(x, self.l.all(y, x == y))"}, {rule: "self.l.all(x, x.size() > 0)"}]}`)(t, old)
+		}, mutate: func(_ *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			crd.Labels = map[string]string{"a": "b"}
+		}, rejects: true},
+		{name: "update: an unchanged version keeps its rule while another changes", mutateOld: setSchema(1, expensiveRule), mutate: onSpec(`{type: object, properties: {x: {type: string}}}`)},
+		{name: "update: the same rule moved to another version is checked", mutateOld: setSchema(1, expensiveRule), mutate: func(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+			onSpec(expensiveRule)(t, crd)
+			setSchema(1, `{type: object, x-kubernetes-preserve-unknown-fields: true}`)(t, crd)
 		}, rejects: true},
 		{name: "update: approval state unchanged passes", mutateOld: func(_ *testing.T, old *apiextensionsv1.CustomResourceDefinition) {
 			old.Name, old.Spec.Group = "crontabs.stable.k8s.io", "stable.k8s.io"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -444,17 +445,56 @@ func errorStrings(errs field.ErrorList) []string {
 	return out
 }
 
-// TestCRDValidation_CELNotCompiled records the one known difference from
-// kube-apiserver: x-kubernetes-validations rules are not compiled, so a
-// rule that does not compile is accepted (kube-apiserver: 422).
-func TestCRDValidation_CELNotCompiled(t *testing.T) {
+// TestCRDValidation_CELCompiled checks that x-kubernetes-validations rules
+// are compiled: a rule that does not compile gets kube-apiserver's cause,
+// with the CEL error and the rule as the bad value, and the same CRD with
+// the rule fixed passes.
+func TestCRDValidation_CELCompiled(t *testing.T) {
 	crd := newCronTabCRD(t)
 	setSchema(1, `{type: object, x-kubernetes-validations: [{rule: "self.a >"}], properties: {a: {type: integer}}}`)(t, crd)
-	if got := causes(crdStrategy{}.Validate(crd)); got != nil {
-		t.Errorf("got %q, want no causes", got)
+	want := []string{"Invalid value spec.versions[1].schema.openAPIV3Schema.x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:9: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self.a >\n | ........^"}
+	got := crdStrategy{}.Validate(crd)
+	if !reflect.DeepEqual(causes(got), want) {
+		t.Errorf("got  %q\nwant %q", causes(got), want)
 	}
-	if got := kubeValidate(t, crd, nil); len(got) == 0 {
-		t.Errorf("kube-apiserver accepts the rule too: the difference is gone, drop this test")
+	if kube := kubeValidate(t, crd, nil); !sameErrors(got, kube) {
+		t.Errorf("got  %q\nkube-apiserver %q", errorStrings(got), errorStrings(kube))
+	}
+
+	crd.Spec.Versions[1].Schema.OpenAPIV3Schema.XValidations[0].Rule = "self.a > 1"
+	if got := causes(crdStrategy{}.Validate(crd)); got != nil {
+		t.Errorf("fixed rule: got %q, want no causes", got)
+	}
+}
+
+// TestCRDValidation_CELCompileBudget checks that compiling rules is
+// bounded: a schema with more rules than edgeapi compiles for one CRD
+// gets one cause saying so, where kube-apiserver would spend seconds to
+// minutes compiling, and rules that fit are still compiled.
+func TestCRDValidation_CELCompileBudget(t *testing.T) {
+	rules := make([]string, 10000)
+	for i := range rules {
+		rules[i] = `{rule: "self.a > 0 && self.a < 100"}`
+	}
+	crd := newCronTabCRD(t)
+	setSchema(1, `{type: object, properties: {a: {type: integer, x-kubernetes-validations: [{rule: "self >"}]}}, x-kubernetes-validations: [`+strings.Join(rules, ", ")+`]}`)(t, crd)
+	got := causes(crdStrategy{}.Validate(crd))
+	want := []string{
+		"Invalid value spec.versions[1].schema.openAPIV3Schema.properties[a].x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:7: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | self >\n | ......^",
+		"Forbidden spec.versions[1].schema.openAPIV3Schema.x-kubernetes-validations: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: these rules and those checked after them were not compiled (try fewer rules, or rules on smaller parts of the schema)",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+
+	// A default is checked with a validator that compiles every rule
+	// below it, from the same budget.
+	crd = newCronTabCRD(t)
+	setSchema(1, `{type: object, properties: {o: {type: object, default: {a: 1}, properties: {a: {type: integer}}, x-kubernetes-validations: [`+strings.Join(rules, ", ")+`]}}}`)(t, crd)
+	got = causes(crdStrategy{}.Validate(crd))
+	want = []string{"Forbidden spec.versions[1].schema.openAPIV3Schema.properties[o].default: the x-kubernetes-validations rules of this CustomResourceDefinition are too many or too large to compile: these rules and those checked after them were not compiled (try fewer rules, or rules on smaller parts of the schema)"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("default: got  %q\nwant %q", got, want)
 	}
 }
 

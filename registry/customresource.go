@@ -3,6 +3,7 @@ package registry
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -207,6 +208,15 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				u.SetGroupVersionKind(gvk)
 				return u, nil
 			}
+		}
+		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+			// OpenAPI publishes the version's schema (kubectl explain,
+			// client-side apply), marshalled once per kind.
+			b, err := json.Marshal(v.Schema.OpenAPIV3Schema)
+			if err != nil {
+				return nil, fmt.Errorf("custom resource %s version %s: marshal schema: %w", crd.Name, v.Name, err)
+			}
+			k.OpenAPISchema = func() ([]byte, error) { return b, nil }
 		}
 		kinds = append(kinds, k)
 	}

@@ -104,6 +104,25 @@ type Kind struct {
 	TableColumns []metav1.TableColumnDefinition
 	TableRow     func(obj runtime.Object) ([]interface{}, error)
 
+	// OpenAPISchema, when set, returns the kind's OpenAPI v3 schema as JSON:
+	// for a custom resource, the openAPIV3Schema of its
+	// CustomResourceDefinition version (apiextensions.k8s.io/v1
+	// JSONSchemaProps). /openapi/v3 and /openapi/v2 publish it as
+	// kube-apiserver publishes a CRD version: apiVersion, kind and metadata
+	// (a reference to ObjectMeta) are set in its properties,
+	// x-kubernetes-group-version-kind is added, the list kind gets a schema
+	// of its own, and the v2 document drops what v2 cannot say. It is called
+	// when the documents are first built after the Kind value is
+	// registered (once for v3, once for v2), and the result is kept for the
+	// life of that Kind value: a kind whose schema changes is registered
+	// again as a new Kind, which rebuilds the documents of its
+	// group-version and changes their hash. An error leaves the kind out
+	// of the documents. When nil, a built-in
+	// kind is described by kube-apiserver's own schemas (see
+	// httpapi/internal/openapispec), and any other kind as an object that
+	// accepts any fields.
+	OpenAPISchema func() ([]byte, error)
+
 	// FieldSet returns the object's field-selector attributes, always
 	// including "metadata.name" and, when namespaced, "metadata.namespace".
 	// Its keys are the only field-selector keys the kind supports. It

@@ -64,6 +64,7 @@ type config struct {
 	getObjects    int
 	rmwClients    int
 	listObjects   int
+	crds          int
 	lists         int
 	settle        time.Duration
 
@@ -140,6 +141,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.getObjects, "get-objects", 1000, "objects the get workload reads from")
 	fs.IntVar(&cfg.rmwClients, "rmw-clients", 16, "clients of the rmw workload, each on its own object")
 	fs.IntVar(&cfg.listObjects, "list-objects", 10000, "objects in the listed namespace")
+	fs.IntVar(&cfg.crds, "crds", 700, "crds workload: CustomResourceDefinitions posted at once")
 	fs.IntVar(&cfg.lists, "lists", 20, "sequential full LISTs to time")
 	fs.DurationVar(&cfg.settle, "settle", 2*time.Second, "idle time before reading RSS after start-up")
 	fs.IntVar(&cfg.bigObjects, "big-objects", 100_000, "objects stored by the big workload")

@@ -36,6 +36,9 @@ var workloads = []workload{
 	{"paged-list", "full LIST of --bulk-objects ConfigMaps at --page-limit per page, following continue tokens", false, runPagedList},
 	{"compaction", "write latency while --compaction-rows change-log rows are compacted (own daemon, restarted)", false, runCompaction},
 	{"big", "RSS with --big-objects ConfigMaps stored, and restart-to-ready time with them (also --big)", false, runBig},
+	{"crds", "--crds CustomResourceDefinitions of ~20 KB posted at once: time until all Established, RSS per CRD, discovery with them", false, runCRDs},
+	{"cr-create", "custom resource creates (20-field schema, two CEL rules) at 64 clients, after ConfigMap creates of the same size", false, runCRCreate},
+	{"cr-list", "LIST of --list-objects custom resources against as many ConfigMaps of the same size", false, runCRList},
 }
 
 func findWorkload(name string) (workload, bool) {

@@ -4,23 +4,28 @@
 // give. The code is edgeapi's own; kube-apiserver's validation package
 // (k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation) is
 // only imported by the tests, which compare every case with it, because it
-// links apiserver's CEL environment and admission machinery (about 18 MB).
+// links apiserver's admission machinery and more (about 18 MB).
 //
 // It reuses the light parts of apiextensions-apiserver: the structural
 // schema (pkg/apiserver/schema) with its structural rules, pruning and
-// object-meta checks, and kube-openapi's value validator for defaults.
+// object-meta checks, kube-openapi's value validator for defaults, and
+// the CEL compiler of pkg/apiserver/schema/cel, which the custom resource
+// handlers link anyway.
 //
 // It validates the internal version (pkg/apis/apiextensions), as
 // kube-apiserver does after converting the v1 request: a schema shared by
 // every version is spec.validation there, and the error paths say so.
 //
-// Not done: x-kubernetes-validations rules are checked for their static
-// fields (rule, message, messageExpression, reason, fieldPath) but not
-// compiled, so a rule that does not compile, or is over the cost limits,
-// is accepted (kube-apiserver: 422). Defaults are not run through CEL
-// rules either. kube-apiserver's last step, building a value validator
-// from a schema that passed every rule (which cannot fail for such a
-// schema), is left out.
+// x-kubernetes-validations rules are compiled and their cost estimated
+// with the CEL package the custom resource handlers run them with
+// (pkg/apiserver/schema/cel) in kube-apiserver's base environment. Unlike
+// kube-apiserver, the work of compiling is bounded (see compileBudget).
+//
+// Defaults are run through the rules of their node and below.
+//
+// Not done: kube-apiserver's last step, building a value validator from a
+// schema that passed every rule (which cannot fail for such a schema), is
+// left out.
 package crdvalidation
 
 import (
@@ -62,6 +67,14 @@ type policy struct {
 	// may keep more than maxSelectableFields because they did and are
 	// unchanged.
 	manySelectableFields map[string]bool
+	// stored holds the rules and messageExpressions of the stored CRD,
+	// which compile with every library function (see expressions).
+	stored expressions
+	// unchangedSchemas names the versions whose schema the update leaves
+	// as it was: their rules may stay over the per-rule cost limit.
+	unchangedSchemas map[string]bool
+	// compile bounds the work of compiling rules, over every schema.
+	compile *compileAllowance
 }
 
 // createPolicy is the policy of a create: every rule applies, and an
@@ -75,6 +88,8 @@ func createPolicy() policy {
 		atomicSetItems:        true,
 		listKeyRules:          true,
 		knownReviewVersion:    true,
+		stored:                storedExpressions(nil),
+		compile:               newCompileAllowance(),
 	}
 }
 
@@ -92,6 +107,9 @@ func updatePolicy(crd, old *apiextensions.CustomResourceDefinition) policy {
 		fixedScopeAndKind:     established,
 		checkCABundle:         established && !storedCABundleBroken(old),
 		manySelectableFields:  keptSelectableFields(crd, old),
+		stored:                storedExpressions(&old.Spec),
+		unchangedSchemas:      unchangedSchemas(crd, old),
+		compile:               newCompileAllowance(),
 	}
 }
 

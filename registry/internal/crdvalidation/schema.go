@@ -34,10 +34,13 @@ var lineBreak = regexp.MustCompile(`[\n\r]+`)
 
 // schema checks a version's (or the top-level) openAPIV3Schema, in
 // kube-apiserver's order: the root restrictions, the structural rules and
-// defaults, then every node's keywords. The errors of converting a
-// non-structural schema repeat those of the keyword checks, so they are
-// reported only when nothing else is.
-func (p policy) schema(v *apiextensions.CustomResourceValidation, status bool, fld *field.Path) field.ErrorList {
+// defaults, then every node's keywords, then the compiled rules of a
+// structural schema (see compileRules) and their total cost. The errors
+// of converting a non-structural schema repeat those of the keyword
+// checks, so they are reported only when nothing else is. version names
+// the version the schema is for (the first one for the top-level
+// schema).
+func (p policy) schema(v *apiextensions.CustomResourceValidation, status bool, version string, fld *field.Path) field.ErrorList {
 	if v == nil || v.OpenAPIV3Schema == nil {
 		return nil
 	}
@@ -51,21 +54,30 @@ func (p policy) schema(v *apiextensions.CustomResourceValidation, status bool, f
 		errs = append(errs, field.Forbidden(fld.Child("openAPIV3Schema.nullable"), "nullable cannot be true at the root"))
 	}
 	var conversionErrs field.ErrorList
+	// Rules are compiled only in a structural schema with good defaults:
+	// others may have no CEL type.
+	var scope *celScope
 	if p.structural {
 		s, err := structuralschema.NewStructural(root)
 		if err != nil {
 			conversionErrs = field.ErrorList{field.Invalid(rootPath, "", err.Error())}
 		} else if serrs := structuralschema.ValidateStructural(rootPath, s); len(serrs) > 0 {
 			errs = append(errs, serrs...)
+		} else if derrs := defaults(s, rootPath, p.prunedDefaults, p.compile); len(derrs) > 0 {
+			errs = append(errs, derrs...)
 		} else {
-			errs = append(errs, defaults(s, rootPath, p.prunedDefaults)...)
+			scope = rootCELScope(root)
 		}
 	}
-	w := walker{policy: p}
-	nodeErrs, _ := w.node(root, rootPath, nodeContext{root: true})
+	w := &walker{policy: p, oldCosts: p.unchangedSchemas[version]}
+	nodeErrs, _, _ := w.node(root, rootPath, nodeContext{root: true}, scope)
 	errs = append(errs, nodeErrs...)
+	errs = append(errs, w.ruleErrs...)
 	if len(errs) == 0 {
 		errs = conversionErrs
+	}
+	if scope != nil {
+		errs = append(errs, scope.cost.overLimit(rootPath)...)
 	}
 	return errs
 }
@@ -105,31 +117,49 @@ type nodeContext struct {
 	// (which ends the message; may be empty).
 	noDefaults       bool
 	noDefaultsReason string
+	// uncorrelated is the outermost list or map above the node whose
+	// items an update cannot match with the old ones, so that rules may
+	// not use oldSelf (nil: none).
+	uncorrelated *field.Path
 }
 
-// walker checks the keywords of every node of a schema.
+// walker checks the keywords of every node of a schema, and compiles its
+// rules.
 type walker struct {
 	policy
+	// oldCosts: the schema is unchanged by the update, and its rules are
+	// not held to the per-rule cost limit.
+	oldCosts bool
+	// ruleErrs are the causes of compiled rules. They follow all the
+	// other causes of the schema.
+	ruleErrs field.ErrorList
 }
 
 // node checks s and everything below it: first its own keywords, then
 // its sub-schemas, then its Kubernetes extensions and validation rules.
-// It also reports whether s converts to a structural schema (see
-// convertsAlone), found on the way so that rules need not convert each
-// subtree again.
-func (w walker) node(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) (field.ErrorList, bool) {
+// When nothing at or below s is wrong and scope is not nil, it compiles
+// the rules of s (into w.ruleErrs). It also reports whether s converts
+// to a structural schema (see convertsAlone), found on the way so that
+// rules need not convert each subtree again, and, when scope is not nil,
+// how many nodes the CEL type of s declares (s and the properties, items
+// and additionalProperties below it), which compiling its rules costs.
+func (w *walker) node(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope) (field.ErrorList, bool, int) {
 	if s == nil {
-		return nil, true
+		return nil, true, 0
 	}
 	errs := w.keywords(s, fld, at)
 	if s.UniqueItems {
 		errs = append(errs, field.Forbidden(fld.Child("uniqueItems"), "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"))
 	}
-	childErrs, converts := w.children(s, fld, at)
+	childErrs, converts, below := w.children(s, fld, at, scope)
 	errs = append(errs, childErrs...)
 	converts = converts && convertsAlone(s)
 	errs = append(errs, w.extensions(s, fld)...)
-	return append(errs, validationRules(s, fld, converts)...), converts
+	errs = append(errs, validationRules(s, fld, converts)...)
+	if len(errs) == 0 && scope != nil && len(s.XValidations) > 0 {
+		w.ruleErrs = append(w.ruleErrs, w.compileRules(s, fld, at, scope, 1+below)...)
+	}
+	return errs, converts, 1 + below
 }
 
 // convertsAlone reports whether s, its sub-schemas aside, converts to a
@@ -148,7 +178,7 @@ func convertsAlone(s *apiextensions.JSONSchemaProps) bool {
 // type null, defaults where they are forbidden, id, $ref, definitions,
 // dependencies, patternProperties, additionalItems, an array of items
 // schemas, and embedded resources inside resource metadata.
-func (w walker) keywords(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) field.ErrorList {
+func (w *walker) keywords(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) field.ErrorList {
 	var errs field.ErrorList
 	if w.knownTypes && s.Type != "" && !contains(openAPITypes, s.Type) {
 		errs = append(errs, field.NotSupported(fld.Child("type"), s.Type, openAPITypes))
@@ -180,14 +210,20 @@ func (w walker) keywords(s *apiextensions.JSONSchemaProps, fld *field.Path, at n
 // children checks the sub-schemas of s: additionalProperties, properties
 // (by name), not, allOf, oneOf, anyOf, definitions, items and
 // dependencies. It reports whether all of them convert to structural
-// schemas.
-func (w walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext) (field.ErrorList, bool) {
+// schemas, and how many nodes below s its CEL type declares (see node).
+// Rules are compiled in properties, items and additionalProperties only:
+// the others describe no value of their own and have no scope.
+func (w *walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at nodeContext, scope *celScope) (field.ErrorList, bool, int) {
 	var errs field.ErrorList
 	converts := true
-	visit := func(sub *apiextensions.JSONSchemaProps, p *field.Path, c nodeContext) {
-		subErrs, ok := w.node(sub, p, c)
+	declared := 0
+	visit := func(sub *apiextensions.JSONSchemaProps, p *field.Path, c nodeContext, subScope *celScope) {
+		subErrs, ok, n := w.node(sub, p, c, subScope)
 		errs = append(errs, subErrs...)
 		converts = converts && ok
+		if subScope != nil {
+			declared += n
+		}
 	}
 	// Below the root, a node is never the root again.
 	below := at
@@ -204,49 +240,60 @@ func (w walker) children(s *apiextensions.JSONSchemaProps, fld *field.Path, at n
 			// Pruning a map entry's default needs a value to prune.
 			sub.noDefaults, sub.noDefaultsReason = true, "inside additionalProperties applying to object metadata"
 		}
-		visit(ap.Schema, fld.Child("additionalProperties"), sub)
+		visit(ap.Schema, fld.Child("additionalProperties"), sub, scope.additionalProperties(ap.Schema))
 	}
 
 	for _, name := range sortedKeys(s.Properties) {
 		prop := s.Properties[name]
 		sub := below
+		// The fields of an object of unknown map type are not matched
+		// with the old ones.
+		if !correlatableMapType(s.XMapType) && sub.uncorrelated == nil {
+			sub.uncorrelated = fld
+		}
 		if (at.root || s.XEmbeddedResource) && resourceMetaFields[name] {
 			sub.inResourceMeta = true
 			if at.root {
 				sub.noDefaults, sub.noDefaultsReason = true, "in top-level "+name
 			}
 		}
-		visit(&prop, fld.Child("properties").Key(name), sub)
+		visit(&prop, fld.Child("properties").Key(name), sub, scope.property(&prop, name))
 	}
 
-	visit(s.Not, fld.Child("not"), below)
+	visit(s.Not, fld.Child("not"), below, nil)
 	for _, list := range []struct {
 		key     string
 		schemas []apiextensions.JSONSchemaProps
 	}{{"allOf", s.AllOf}, {"oneOf", s.OneOf}, {"anyOf", s.AnyOf}} {
 		for i := range list.schemas {
-			visit(&list.schemas[i], fld.Child(list.key).Index(i), below)
+			visit(&list.schemas[i], fld.Child(list.key).Index(i), below, nil)
 		}
 	}
 	for _, name := range sortedKeys(s.Definitions) {
 		def := s.Definitions[name]
-		visit(&def, fld.Child("definitions").Key(name), below)
+		visit(&def, fld.Child("definitions").Key(name), below, nil)
 	}
 	if s.Items != nil {
-		visit(s.Items.Schema, fld.Child("items"), below)
+		// Only the items of a map list are matched with the old ones (a
+		// set's are not, for rules).
+		items := below
+		if (s.XListType == nil || *s.XListType != "map") && items.uncorrelated == nil {
+			items.uncorrelated = fld
+		}
+		visit(s.Items.Schema, fld.Child("items"), items, scope.items(s.Items.Schema))
 		for i := range s.Items.JSONSchemas {
-			visit(&s.Items.JSONSchemas[i], fld.Child("items").Index(i), below)
+			visit(&s.Items.JSONSchemas[i], fld.Child("items").Index(i), items, scope.items(&s.Items.JSONSchemas[i]))
 		}
 	}
 	for _, name := range sortedKeys(s.Dependencies) {
-		visit(s.Dependencies[name].Schema, fld.Child("dependencies").Key(name), below)
+		visit(s.Dependencies[name].Schema, fld.Child("dependencies").Key(name), below, nil)
 	}
-	return errs, converts
+	return errs, converts, declared
 }
 
 // extensions checks the x-kubernetes-* keywords of s: preserve-unknown-
 // fields, map-type, list-type and list-map-keys.
-func (w walker) extensions(s *apiextensions.JSONSchemaProps, fld *field.Path) field.ErrorList {
+func (w *walker) extensions(s *apiextensions.JSONSchemaProps, fld *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if s.XPreserveUnknownFields != nil && !*s.XPreserveUnknownFields {
 		errs = append(errs, field.Invalid(fld.Child("x-kubernetes-preserve-unknown-fields"), false, "must be true or undefined"))
@@ -389,12 +436,18 @@ func listKeyRules(s *apiextensions.JSONSchemaProps, fld *field.Path) field.Error
 	return errs
 }
 
+// correlatableMapType reports whether the fields of an object with
+// x-kubernetes-map-type t are matched with the old ones on update:
+// granular (the default) and atomic.
+func correlatableMapType(t *string) bool {
+	return t == nil || *t == "granular" || *t == "atomic"
+}
+
 // validationRules checks the static parts of x-kubernetes-validations:
 // a rule is given, message and fieldPath are single non-blank lines, a
 // multi-line rule has a message, reason is known and fieldPath names a
 // field of s (converts: s is structural; if not, any fieldPath passes,
-// as in kube-apiserver). The rules themselves are not compiled (see the
-// package comment).
+// as in kube-apiserver). compileRules compiles them.
 func validationRules(s *apiextensions.JSONSchemaProps, fld *field.Path, converts bool) field.ErrorList {
 	var errs field.ErrorList
 	for i, r := range s.XValidations {

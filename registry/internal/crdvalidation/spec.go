@@ -105,7 +105,7 @@ func (p policy) spec(spec *apiextensions.CustomResourceDefinitionSpec, fld *fiel
 	}
 	errs = append(errs, names(&spec.Names, namesPath)...)
 
-	errs = append(errs, p.schema(spec.Validation, anyStatus(spec), fld.Child("validation"))...)
+	errs = append(errs, p.schema(spec.Validation, anyStatus(spec), spec.Version, fld.Child("validation"))...)
 	errs = append(errs, subresources(spec.Subresources, fld.Child("subresources"))...)
 	for i := range spec.AdditionalPrinterColumns {
 		errs = append(errs, printerColumn(&spec.AdditionalPrinterColumns[i], fld.Child("additionalPrinterColumns").Index(i))...)
@@ -130,7 +130,7 @@ func (p policy) version(spec *apiextensions.CustomResourceDefinitionSpec, v *api
 	for _, msg := range deprecationWarning(v.Deprecated, v.DeprecationWarning) {
 		errs = append(errs, field.Invalid(fld.Child("deprecationWarning"), v.DeprecationWarning, msg))
 	}
-	errs = append(errs, p.schema(v.Schema, statusEnabled(subresourcesOf(spec, v.Name)), fld.Child("schema"))...)
+	errs = append(errs, p.schema(v.Schema, statusEnabled(subresourcesOf(spec, v.Name)), v.Name, fld.Child("schema"))...)
 	errs = append(errs, subresources(v.Subresources, fld.Child("subresources"))...)
 	for i := range v.AdditionalPrinterColumns {
 		errs = append(errs, printerColumn(&v.AdditionalPrinterColumns[i], fld.Child("additionalPrinterColumns").Index(i))...)

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The CustomResourceDefinition workloads measure what issue 10 sets
+// targets for: the RSS cost of many CRDs, how fast a burst of them is
+// established, discovery with them, and custom resource creates and
+// LISTs against ConfigMaps of the same size in the same run.
+
+// benchCRDFields is how many spec fields the realistic operator schema has
+// (each with a description, a type, limits and a nested object), about
+// 20 KB of schema per CRD, as the issue asks.
+const benchCRDFields = 40
+
+// crdSchema returns an openAPIV3Schema of about 20 KB: spec with
+// benchCRDFields fields and a status.
+func crdSchema(fields int, rules bool) map[string]any {
+	props := map[string]any{}
+	for i := range fields {
+		name := fmt.Sprintf("field%02d", i)
+		switch i % 4 {
+		case 0:
+			props[name] = map[string]any{"type": "string", "maxLength": 253, "description": strings.Repeat("A string setting of the operator, as its documentation describes it. ", 3)}
+		case 1:
+			props[name] = map[string]any{"type": "integer", "minimum": 0, "maximum": 65535, "description": strings.Repeat("A numeric setting with bounds checked by the schema. ", 3)}
+		case 2:
+			props[name] = map[string]any{"type": "array", "maxItems": 16, "items": map[string]any{"type": "string", "maxLength": 63}, "description": strings.Repeat("A list of names. ", 6)}
+		default:
+			props[name] = map[string]any{"type": "object", "description": strings.Repeat("A nested block of settings. ", 5), "properties": map[string]any{
+				"enabled": map[string]any{"type": "boolean", "default": false},
+				"mode":    map[string]any{"type": "string", "enum": []string{"auto", "manual", "off"}},
+				"limit":   map[string]any{"type": "integer", "minimum": 1},
+			}}
+		}
+	}
+	spec := map[string]any{"type": "object", "properties": props}
+	if rules {
+		props["notes"] = map[string]any{"type": "string", "description": "Free text: the bulk of each object."}
+		spec["x-kubernetes-validations"] = []any{
+			map[string]any{"rule": "self.field01 <= 60000", "message": "field01 must be at most 60000"},
+			map[string]any{"rule": "!has(self.field00) || self.field00.size() > 0", "message": "field00 must not be empty"},
+		}
+	}
+	return map[string]any{"type": "object", "properties": map[string]any{
+		"spec":   spec,
+		"status": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+	}}
+}
+
+// crdBody is a namespaced CRD of group g and plural p with the schema.
+func crdBody(group, plural, kind string, schema map[string]any) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "singular": strings.ToLower(kind), "kind": kind},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"subresources": map[string]any{"status": map[string]any{}},
+				"schema":       map[string]any{"openAPIV3Schema": schema}}},
+		},
+	})
+	return b
+}
+
+// waitEstablished polls the CRD list until want CRDs with names starting
+// with prefix are Established, and returns when that happened.
+func (b *bench) waitEstablished(ctx context.Context, suffix string, want int) error {
+	deadline := time.Now().Add(5 * time.Minute)
+	for time.Now().Before(deadline) {
+		code, body, err := b.c.doSimple(ctx, http.MethodGet, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "")
+		if err != nil || code != 200 {
+			return fmt.Errorf("list crds: %d %v", code, err)
+		}
+		var list struct {
+			Items []struct {
+				Metadata struct{ Name string } `json:"metadata"`
+				Status   struct {
+					Conditions []struct{ Type, Status string } `json:"conditions"`
+				} `json:"status"`
+			} `json:"items"`
+		}
+		if err := json.Unmarshal(body, &list); err != nil {
+			return err
+		}
+		n := 0
+		for _, it := range list.Items {
+			if !strings.HasSuffix(it.Metadata.Name, suffix) {
+				continue
+			}
+			for _, c := range it.Status.Conditions {
+				if c.Type == "Established" && c.Status == "True" {
+					n++
+				}
+			}
+		}
+		if n >= want {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return fmt.Errorf("%d CRDs not established after 5 minutes", want)
+}
+
+// runCRDs posts --crds CRDs at once (each about 20 KB of schema), and
+// measures the time until all are Established, the RSS they add, and
+// discovery with them.
+func runCRDs(ctx context.Context, b *bench) ([]Result, error) {
+	n := b.cfg.crds
+	group := "bench-" + b.runID + ".example.com"
+	schema := crdSchema(benchCRDFields, false)
+	one := crdBody(group, "things0", "Thing0", schema)
+	rssBefore, haveRSS := b.rss()
+	start := time.Now()
+	err := fanOut(ctx, n, 64, func(ctx context.Context, i int) error {
+		body := crdBody(group, fmt.Sprintf("things%d", i), fmt.Sprintf("Thing%d", i), schema)
+		code, resp, err := b.c.doSimple(ctx, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", string(body))
+		if err != nil || (code != 201 && code != 409) {
+			return fmt.Errorf("create crd %d: %d %v %.200s", i, code, err, resp)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	posted := time.Since(start)
+	if err := b.waitEstablished(ctx, "."+group, n); err != nil {
+		return nil, err
+	}
+	established := time.Since(start)
+	var out []Result
+	r := Result{Workload: fmt.Sprintf("crds-%d-established", n), Value: established.Seconds(), Unit: "s", Target: "700 CRDs established ≤10 s"}
+	r.note("%d CRDs of %.1f KB schema posted on 64 clients in %.2f s; all Established after %.2f s", n, float64(len(one))/1000, posted.Seconds(), established.Seconds())
+	out = append(out, r)
+	b.logResult(r)
+
+	if haveRSS {
+		time.Sleep(2 * time.Second) // let the collector settle
+		after, _ := b.rss()
+		rr := Result{Workload: fmt.Sprintf("crds-%d-rss", n), Value: after - rssBefore, Unit: "MiB", Target: "500 CRDs ≤100 MB"}
+		rr.note("RSS %.1f → %.1f MiB: %.0f KiB per CRD", rssBefore, after, (after-rssBefore)*1024/float64(n))
+		out = append(out, rr)
+		b.logResult(rr)
+	}
+
+	// Discovery with the CRDs: the aggregated document client-go asks
+	// for first, and the group list.
+	for _, d := range []struct{ name, path, accept string }{
+		{"discovery-aggregated", "/apis", "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"},
+		{"discovery-groups", "/apis", "application/json"},
+	} {
+		hdr := http.Header{"Accept": {d.accept}}
+		rd, err := b.runLoop(ctx, loopSpec{
+			name: fmt.Sprintf("%s-%dcrds", d.name, n), clients: 1, duration: b.cfg.duration, maxOps: 200,
+			op: func(ctx context.Context, w *worker) error {
+				_, nb, err := b.c.doHeader(ctx, "GET", b.base+d.path, hdr, nil, &w.sink)
+				w.bytes = nb
+				return err
+			},
+		})
+		if err != nil {
+			return out, err
+		}
+		rd.Target = "<50 ms with 500 CRDs"
+		out = append(out, rd)
+		b.logResult(rd)
+	}
+	return out, nil
+}
+
+// crBody appends a custom resource of the 20-field schema with two CEL
+// rules, sized like the ConfigMaps of the create workload.
+func crBody(dst []byte, group, name string, payload int) []byte {
+	dst = append(dst, `{"apiVersion":"`...)
+	dst = append(dst, group...)
+	dst = append(dst, `/v1","kind":"Gadget","metadata":{"name":"`...)
+	dst = append(dst, name...)
+	dst = append(dst, `"},"spec":{"notes":"`...)
+	dst = append(dst, strings.Repeat("x", max(payload-200, 1))...)
+	dst = append(dst, `","field00":"a","field01":8080,"field02":["a","b"],"field03":{"enabled":true,"mode":"auto","limit":3}}}`...)
+	return dst
+}
+
+// setUpGadgets creates the Gadget CRD (20 fields, two CEL rules) of this
+// run and waits for it.
+func (b *bench) setUpGadgets(ctx context.Context) (group string, err error) {
+	group = "gadgets-" + b.runID + ".example.com"
+	body := crdBody(group, "gadgets", "Gadget", crdSchema(20, true))
+	code, resp, err := b.c.doSimple(ctx, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", string(body))
+	if err != nil || (code != 201 && code != 409) {
+		return "", fmt.Errorf("create gadget crd: %d %v %.300s", code, err, resp)
+	}
+	return group, b.waitEstablished(ctx, "."+group, 1)
+}
+
+// runCRCreate creates custom resources (20-field schema, two CEL rules)
+// at 64 clients, right after the same for ConfigMaps of the same size.
+func runCRCreate(ctx context.Context, b *bench) ([]Result, error) {
+	group, err := b.setUpGadgets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.c.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, err
+	}
+	const clients = 64
+	tmpl := newConfigMapBody(benchNamespace, b.cfg.payloadBytes)
+	cmURL := configMapsURL(b.base, benchNamespace)
+	crURL := b.base + "/apis/" + group + "/v1/namespaces/" + benchNamespace + "/gadgets"
+	cm, err := b.runLoop(ctx, loopSpec{
+		name: "cr-create-configmaps-64", clients: clients, duration: b.cfg.duration, maxOps: b.cfg.maxOps,
+		setup: func(_ context.Context, w *worker) error {
+			w.name = fmt.Sprintf("crc-%s-%d-", b.runID, w.id)
+			return nil
+		},
+		op: func(ctx context.Context, w *worker) error {
+			body := w.nextBody()
+			w.buf = tmpl.appendCreate(w.buf[:0], w.name, w.seq, 0)
+			w.seq++
+			body.set(w.buf)
+			_, _, err := b.c.do(ctx, "POST", cmURL, body, &w.sink)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	b.logResult(cm)
+	cr, err := b.runLoop(ctx, loopSpec{
+		name: "cr-create-64", clients: clients, duration: b.cfg.duration, maxOps: b.cfg.maxOps,
+		setup: func(_ context.Context, w *worker) error { w.name = fmt.Sprintf("g-%s-%d-", b.runID, w.id); return nil },
+		op: func(ctx context.Context, w *worker) error {
+			body := w.nextBody()
+			w.buf = crBody(w.buf[:0], group, fmt.Sprintf("%s%d", w.name, w.seq), b.cfg.payloadBytes)
+			w.seq++
+			body.set(w.buf)
+			_, _, err := b.c.do(ctx, "POST", crURL, body, &w.sink)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cm.OpsPerSec > 0 {
+		cr.note("%.0f%% of the ConfigMap create rate in the same run (%.0f/s)", 100*cr.OpsPerSec/cm.OpsPerSec, cm.OpsPerSec)
+	}
+	cr.Target = "≥70% of the ConfigMap rate"
+	b.logResult(cr)
+	return []Result{cm, cr}, nil
+}
+
+// runCRList lists --list-objects custom resources and as many ConfigMaps
+// of the same size, each in a namespace of its own.
+func runCRList(ctx context.Context, b *bench) ([]Result, error) {
+	group, err := b.setUpGadgets(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := b.cfg.listObjects
+	cmNS, crNS := "bench-crl-cm-"+b.runID, "bench-crl-cr-"+b.runID
+	if _, err := b.seedConfigMaps(ctx, cmNS, "l-", n, 64); err != nil {
+		return nil, err
+	}
+	if err := b.c.ensureNamespace(ctx, crNS); err != nil {
+		return nil, err
+	}
+	crURL := b.base + "/apis/" + group + "/v1/namespaces/" + crNS + "/gadgets"
+	err = fanOut(ctx, n, 64, func(ctx context.Context, i int) error {
+		body := crBody(nil, group, fmt.Sprintf("l-%d", i), b.cfg.payloadBytes)
+		code, resp, err := b.c.doSimple(ctx, http.MethodPost, "/apis/"+group+"/v1/namespaces/"+crNS+"/gadgets", string(body))
+		if err != nil || (code != 201 && code != 409) {
+			return fmt.Errorf("create gadget %d: %d %v %.200s", i, code, err, resp)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []Result
+	for _, l := range []struct{ name, url string }{
+		{"cr-list-configmaps-" + shortCount(n), configMapsURL(b.base, cmNS)},
+		{"cr-list-" + shortCount(n), crURL},
+	} {
+		var sink bytes.Buffer
+		if _, _, err := b.c.do(ctx, "GET", l.url, nil, &sink); err != nil { // warm up
+			return out, err
+		}
+		r, err := b.runLoop(ctx, loopSpec{
+			name: l.name, clients: 1, duration: b.cfg.duration * 10, maxOps: int64(b.cfg.lists),
+			op: func(ctx context.Context, w *worker) error {
+				_, nb, err := b.c.do(ctx, "GET", l.url, nil, &w.sink)
+				w.bytes = nb
+				return err
+			},
+		})
+		if err != nil {
+			return out, err
+		}
+		r.note("response %.2f MiB", float64(sink.Len())/(1<<20))
+		out = append(out, r)
+	}
+	if len(out) == 2 && out[0].Latency != nil && out[1].Latency != nil && out[0].Latency.P50MS > 0 {
+		out[1].note("%.2f× the ConfigMap LIST (p50)", out[1].Latency.P50MS/out[0].Latency.P50MS)
+		out[1].Target = "≤1.5× the ConfigMap LIST"
+	}
+	for _, r := range out {
+		b.logResult(r)
+	}
+	return out, nil
+}
