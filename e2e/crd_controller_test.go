@@ -71,7 +71,7 @@ func TestCRD_Established(t *testing.T) {
 	d := StartDaemon(t)
 	const name = "crontabs.stable.example.com"
 	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
-	wantOutput(t, d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name),
+	wantOutput(t, waitEstablished(t, d, "30s", name),
 		"customresourcedefinition.apiextensions.k8s.io/"+name+" condition met\n")
 
 	crd := waitCRD(t, d, name, established)
@@ -212,7 +212,7 @@ func TestCRD_DeleteRemovesInstances(t *testing.T) {
 	d := StartDaemon(t)
 	const name = "crontabs.stable.example.com"
 	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
-	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name)
+	waitEstablished(t, d, "30s", name)
 	for _, ns := range []string{"a", "b"} {
 		createNamespace(t, d.Clientset(), ns)
 	}
@@ -275,7 +275,7 @@ func TestCRD_KillDuringCleanup(t *testing.T) {
 	d := StartDaemon(t)
 	const name = "crontabs.stable.example.com"
 	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
-	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/"+name)
+	waitEstablished(t, d, "30s", name)
 	createNamespace(t, d.Clientset(), "k")
 	base := "/apis/stable.example.com/v1/namespaces/k/crontabs"
 	var acked []string
@@ -348,7 +348,7 @@ func TestCRD_KubectlExplain(t *testing.T) {
 	t.Parallel()
 	d := StartDaemon(t)
 	d.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-")
-	d.MustKubectl("wait", "--for", "condition=established", "--timeout=30s", "crd/crontabs.stable.example.com")
+	waitEstablished(t, d, "30s", "crontabs.stable.example.com")
 	var res KubectlResult
 	deadline := time.Now().Add(30 * time.Second)
 	for {

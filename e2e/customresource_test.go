@@ -59,11 +59,7 @@ func startCRDaemon(t *testing.T, opts ...DaemonOptions) *Daemon {
 func applyCRDs(t *testing.T, d *Daemon, path string, names ...string) {
 	t.Helper()
 	d.MustKubectl("apply", "-f", path)
-	args := []string{"wait", "--for", "condition=established", "--timeout=60s"}
-	for _, n := range names {
-		args = append(args, "crd/"+n)
-	}
-	d.MustKubectl(args...)
+	waitEstablished(t, d, "60s", names...)
 }
 
 // cronTab returns a CronTab object for the dynamic client.

@@ -205,7 +205,7 @@ func hostileSetup(t *testing.T, d *Daemon) *hostileFixture {
 	if res := doRaw(t, d, "POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", "", []byte(hostileCRD)); res.Status != http.StatusCreated {
 		t.Fatalf("create the hostile CRD: %d %s", res.Status, res.Body)
 	}
-	d.MustKubectl("wait", "--for", "condition=established", "--timeout=60s", "crd/gizmos.hostile.example.com")
+	waitEstablished(t, d, "60s", "gizmos.hostile.example.com")
 	for i := 0; i < hostileNSCount; i++ {
 		ns := hostileNamespace(i)
 		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,

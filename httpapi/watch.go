@@ -70,7 +70,8 @@ type watchStream struct {
 	match   func(*store.Object) bool
 	include string
 	// proto: the stream is Protobuf (length-prefixed WatchEvents whose
-	// objects carry the Protobuf envelope), else JSON lines.
+	// objects carry the Protobuf envelope), else JSON lines. Objects and
+	// PartialObjectMetadata can be Protobuf; Tables cannot.
 	proto bool
 	out   watchOut
 	w     *store.Watcher
@@ -171,7 +172,7 @@ func (s *Server) handleWatch(r *request) error {
 	}
 	ws := &watchStream{
 		s: s, kind: r.kind, rep: r.rep, include: c.QueryParam("includeObject"),
-		proto:     r.rep.enc == encProtobuf && r.rep.as == asObject,
+		proto:     r.rep.enc == encProtobuf && (r.rep.as == asObject || r.rep.as == asPartialObjectMetadata),
 		match:     matcher(r.kind, opts.LabelSelector, opts.FieldSelector),
 		end:       time.Now().Add(timeout),
 		bookmarks: opts.AllowWatchBookmarks,
@@ -478,6 +479,14 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 	k := ws.kind
 	var line []byte
 	switch {
+	case ws.proto && ws.rep.as == asPartialObjectMetadata:
+		pom, err := partialMetadata(k, value, ws.rep.metaVersion)
+		if err != nil {
+			return err
+		}
+		if line, err = ws.s.protoEvent(typ, pom); err != nil {
+			return err
+		}
 	case ws.proto:
 		line = ws.shared(ev, typ, func() []byte {
 			obj, err := k.DecodeStored(value)
@@ -572,13 +581,18 @@ func (ws *watchStream) transformed(value []byte) ([]byte, error) {
 func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 	k := ws.kind
 	if ws.proto {
-		obj := k.New()
+		var obj runtime.Object
+		if ws.rep.as == asPartialObjectMetadata {
+			obj = &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/" + orV1(ws.rep.metaVersion)}}
+		} else {
+			obj = k.New()
+			obj.GetObjectKind().SetGroupVersionKind(k.GVK)
+		}
 		m := registry.Accessor(obj)
 		m.SetResourceVersion(strconv.FormatInt(rev, 10))
 		if initialEnd {
 			m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
 		}
-		obj.GetObjectKind().SetGroupVersionKind(k.GVK)
 		if b, err := ws.s.protoEvent("BOOKMARK", obj); err == nil {
 			_ = ws.out.write(b)
 		}
@@ -588,7 +602,13 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 	if initialEnd {
 		meta["annotations"] = map[string]string{initialEventsEndAnnotation: "true"}
 	}
-	obj, _ := json.Marshal(map[string]interface{}{"kind": k.GVK.Kind, "apiVersion": k.GVK.GroupVersion().String(), "metadata": meta})
+	// Like every event of a metadata watch, the bookmark is transformed
+	// into a PartialObjectMetadata.
+	kind, apiVersion := k.GVK.Kind, k.GVK.GroupVersion().String()
+	if ws.rep.as == asPartialObjectMetadata || ws.rep.as == asPartialObjectMetadataList {
+		kind, apiVersion = "PartialObjectMetadata", "meta.k8s.io/"+orV1(ws.rep.metaVersion)
+	}
+	obj, _ := json.Marshal(map[string]interface{}{"kind": kind, "apiVersion": apiVersion, "metadata": meta})
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "BOOKMARK", Object: rawExt(obj)})
 	_ = ws.out.write(append(line, '\n'))
 }
