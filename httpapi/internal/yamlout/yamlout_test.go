@@ -25,8 +25,16 @@ func checkSame(t *testing.T, src []byte) bool {
 	if err != nil || bytes.Equal(got, want) {
 		return true
 	}
-	if ambiguousOrder(src) && slices.Equal(sortedLines(got), sortedLines(want)) {
-		return false
+	if ambiguousOrder(src) {
+		// go-yaml's order for such keys follows Go's random map order, so
+		// its output differs from run to run: accept ours when it has the
+		// lines of one of go-yaml's outputs.
+		for range 50 {
+			if slices.Equal(sortedLines(got), sortedLines(want)) || bytes.Equal(got, want) {
+				return false
+			}
+			want, _ = reference(src)
+		}
 	}
 	i := 0
 	for i < len(got) && i < len(want) && got[i] == want[i] {
