@@ -290,13 +290,6 @@ func (s *Server) handleList(r *request) error {
 	if useLimit {
 		lo.Limit = int(opts.Limit)
 	}
-	// A list larger than ListBufferBytes is read in pages at one
-	// revision, which compaction must leave readable meanwhile.
-	holdRev := lo.Rev
-	if holdRev == 0 {
-		holdRev = s.cfg.Store.Rev()
-	}
-	defer s.cfg.Store.Hold(holdRev)()
 	lo.MaxBytes = cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)
 	res, err := s.cfg.Store.List(ctx, lo)
 	if err != nil {
@@ -314,6 +307,14 @@ func (s *Server) handleList(r *request) error {
 		return s.writeError(c, storeError(err, r.gr(), ""))
 	}
 	if res.Cut {
+		// The rest is read in pages at res.Rev, which compaction must
+		// leave readable meanwhile. Only lists this large pay for the
+		// hold; one compacted between the first page and the hold is
+		// answered as any list at a compacted revision is.
+		defer s.cfg.Store.Hold(res.Rev)()
+		if res.Rev < s.cfg.Store.CompactedRev() {
+			return s.writeError(c, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old."))
+		}
 		lo.MaxBytes = 0
 		return s.streamList(r, &listPager{store: s.cfg.Store, opts: lo}, &res, useLimit)
 	}
