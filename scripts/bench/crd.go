@@ -215,36 +215,15 @@ func runCRCreate(ctx context.Context, b *bench) ([]Result, error) {
 	tmpl := newConfigMapBody(benchNamespace, b.cfg.payloadBytes)
 	cmURL := configMapsURL(b.base, benchNamespace)
 	crURL := b.base + "/apis/" + group + "/v1/namespaces/" + benchNamespace + "/gadgets"
-	cm, err := b.runLoop(ctx, loopSpec{
-		name: "cr-create-configmaps-64", clients: clients, duration: b.cfg.duration, maxOps: b.cfg.maxOps,
-		setup: func(_ context.Context, w *worker) error {
-			w.name = fmt.Sprintf("crc-%s-%d-", b.runID, w.id)
-			return nil
-		},
-		op: func(ctx context.Context, w *worker) error {
-			body := w.nextBody()
-			w.buf = tmpl.appendCreate(w.buf[:0], w.name, w.seq, 0)
-			w.seq++
-			body.set(w.buf)
-			_, _, err := b.c.do(ctx, "POST", cmURL, body, &w.sink)
-			return err
-		},
+	cm, err := b.postLoop(ctx, "cr-create-configmaps-64", clients, cmURL, "crc-", func(dst []byte, w *worker) []byte {
+		return tmpl.appendCreate(dst, w.name, w.seq, 0)
 	})
 	if err != nil {
 		return nil, err
 	}
 	b.logResult(cm)
-	cr, err := b.runLoop(ctx, loopSpec{
-		name: "cr-create-64", clients: clients, duration: b.cfg.duration, maxOps: b.cfg.maxOps,
-		setup: func(_ context.Context, w *worker) error { w.name = fmt.Sprintf("g-%s-%d-", b.runID, w.id); return nil },
-		op: func(ctx context.Context, w *worker) error {
-			body := w.nextBody()
-			w.buf = crBody(w.buf[:0], group, fmt.Sprintf("%s%d", w.name, w.seq), b.cfg.payloadBytes)
-			w.seq++
-			body.set(w.buf)
-			_, _, err := b.c.do(ctx, "POST", crURL, body, &w.sink)
-			return err
-		},
+	cr, err := b.postLoop(ctx, "cr-create-64", clients, crURL, "g-", func(dst []byte, w *worker) []byte {
+		return crBody(dst, group, fmt.Sprintf("%s%d", w.name, w.seq), b.cfg.payloadBytes)
 	})
 	if err != nil {
 		return nil, err
@@ -315,4 +294,24 @@ func runCRList(ctx context.Context, b *bench) ([]Result, error) {
 		b.logResult(r)
 	}
 	return out, nil
+}
+
+// postLoop POSTs to url on clients workers, each body built by appendBody
+// for the worker's name (prefix, the run and the worker) and sequence.
+func (b *bench) postLoop(ctx context.Context, name string, clients int, url, prefix string, appendBody func(dst []byte, w *worker) []byte) (Result, error) {
+	return b.runLoop(ctx, loopSpec{
+		name: name, clients: clients, duration: b.cfg.duration, maxOps: b.cfg.maxOps,
+		setup: func(_ context.Context, w *worker) error {
+			w.name = fmt.Sprintf("%s%s-%d-", prefix, b.runID, w.id)
+			return nil
+		},
+		op: func(ctx context.Context, w *worker) error {
+			body := w.nextBody()
+			w.buf = appendBody(w.buf[:0], w)
+			w.seq++
+			body.set(w.buf)
+			_, _, err := b.c.do(ctx, "POST", url, body, &w.sink)
+			return err
+		},
+	})
 }

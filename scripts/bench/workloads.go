@@ -83,23 +83,8 @@ func runCreate(ctx context.Context, b *bench) ([]Result, error) {
 	url := configMapsURL(b.base, benchNamespace)
 	var out []Result
 	for _, clients := range b.cfg.createClients {
-		r, err := b.runLoop(ctx, loopSpec{
-			name:     fmt.Sprintf("create-%d", clients),
-			clients:  clients,
-			duration: b.cfg.duration,
-			maxOps:   b.cfg.maxOps,
-			setup: func(_ context.Context, w *worker) error {
-				w.name = fmt.Sprintf("c%d-%s-%d-", clients, b.runID, w.id)
-				return nil
-			},
-			op: func(ctx context.Context, w *worker) error {
-				body := w.nextBody()
-				w.buf = tmpl.appendCreate(w.buf[:0], w.name, w.seq, 0)
-				w.seq++
-				body.set(w.buf)
-				_, _, err := b.c.do(ctx, "POST", url, body, &w.sink)
-				return err
-			},
+		r, err := b.postLoop(ctx, fmt.Sprintf("create-%d", clients), clients, url, fmt.Sprintf("c%d-", clients), func(dst []byte, w *worker) []byte {
+			return tmpl.appendCreate(dst, w.name, w.seq, 0)
 		})
 		if err != nil {
 			return out, err
