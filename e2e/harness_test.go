@@ -374,26 +374,33 @@ func (d *Daemon) KubectlStdin(stdin string, args ...string) KubectlResult {
 // (KUBE_EDITOR for `kubectl edit`).
 func (d *Daemon) KubectlEnv(env []string, stdin string, args ...string) KubectlResult {
 	d.t.Helper()
-	bin := kubectlBin.Path(d.t)
+	full := append([]string{"--kubeconfig", d.Kubeconfig}, args...)
+	stdout, stderr, code := runTool(d.t, kubectlBin.Path(d.t), full, append([]string{"HOME=" + d.home, "KUBECONFIG="}, env...), stdin)
+	return KubectlResult{Args: args, Stdout: stdout, Stderr: stderr, ExitCode: code}
+}
+
+// runTool runs a client binary (kubectl, helm) with args, env added to the
+// test's environment and stdin, bounded by twice the request timeout. It
+// returns its output and exit code, and fails the test when it cannot run.
+func runTool(t testing.TB, bin string, args, env []string, stdin string) (stdout, stderr string, exitCode int) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*requestTimeout)
 	defer cancel()
-	full := append([]string{"--kubeconfig", d.Kubeconfig}, args...)
-	cmd := exec.CommandContext(ctx, bin, full...)
-	cmd.Env = append(append(os.Environ(), "HOME="+d.home, "KUBECONFIG="), env...)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdin = strings.NewReader(stdin)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
-	res := KubectlResult{Args: args, Stdout: stdout.String(), Stderr: stderr.String()}
 	var exitErr *exec.ExitError
 	switch {
 	case err == nil:
 	case errors.As(err, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
+		exitCode = exitErr.ExitCode()
 	default:
-		d.t.Fatalf("run kubectl %v: %v", args, err)
+		t.Fatalf("run %s %v: %v", filepath.Base(bin), args, err)
 	}
-	return res
+	return out.String(), errOut.String(), exitCode
 }
 
 // MustKubectl runs kubectl and fails the test unless it exits 0.

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -88,29 +86,14 @@ func newHelmClient(t *testing.T, d *Daemon) *helmClient {
 // Run runs helm with --kubeconfig set to the daemon's.
 func (h *helmClient) Run(args ...string) helmResult {
 	h.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*requestTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, h.bin, append([]string{"--kubeconfig", h.d.Kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(),
-		"HOME="+h.home,
+	stdout, stderr, code := runTool(h.t, h.bin, append([]string{"--kubeconfig", h.d.Kubeconfig}, args...), []string{
+		"HOME=" + h.home,
 		"KUBECONFIG=",
-		"HELM_CACHE_HOME="+filepath.Join(h.home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(h.home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(h.home, "data"),
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	res := helmResult{Args: args, Stdout: stdout.String(), Stderr: stderr.String()}
-	var exitErr *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exitErr):
-		res.ExitCode = exitErr.ExitCode()
-	default:
-		h.t.Fatalf("run helm %v: %v", args, err)
-	}
-	return res
+		"HELM_CACHE_HOME=" + filepath.Join(h.home, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(h.home, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(h.home, "data"),
+	}, "")
+	return helmResult{Args: args, Stdout: stdout, Stderr: stderr, ExitCode: code}
 }
 
 // Must runs helm and fails the test unless it exits 0.
