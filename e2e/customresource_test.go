@@ -627,6 +627,34 @@ func TestCustomResource_HTTP(t *testing.T) {
 	wantRawStatus(t, "scale beyond the schema's maximum", res, http.StatusUnprocessableEntity,
 		`CronTab.stable.example.com "h" is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10`)
 
+	// kubectl scale goes through the scale subresource, and OpenAPI
+	// publishes its paths with autoscaling/v1 Scale, as kube-apiserver's CRD
+	// builder does.
+	if out := d.Kubectl("scale", "-n", "cr-http", "crontab/h", "--replicas=4"); !strings.Contains(out.Stdout, "crontab.stable.example.com/h scaled") {
+		t.Errorf("kubectl scale: %s %s", out.Stdout, out.Stderr)
+	}
+	res = doRaw(t, d, "GET", base+"/h/scale", "", "application/json", nil)
+	if err := json.Unmarshal(res.Body, &scale); err != nil || scale.Spec.Replicas != 4 {
+		t.Errorf("scale after kubectl scale: %d %s", res.Status, res.Body)
+	}
+	for _, doc := range []struct{ path, ref string }{
+		{"/openapi/v3/apis/stable.example.com/v1", "#/components/schemas/io.k8s.api.autoscaling.v1.Scale"},
+		{"/openapi/v2", "#/definitions/io.k8s.api.autoscaling.v1.Scale"},
+	} {
+		res = doRaw(t, d, "GET", doc.path, "", "application/json", nil)
+		var oa struct {
+			Paths map[string]map[string]json.RawMessage
+		}
+		if err := json.Unmarshal(res.Body, &oa); err != nil || res.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", doc.path, res.Status, err)
+		}
+		item := oa.Paths["/apis/stable.example.com/v1/namespaces/{namespace}/crontabs/{name}/scale"]
+		var get struct{ OperationID string }
+		if err := json.Unmarshal(item["get"], &get); err != nil || get.OperationID != "readStableExampleComV1NamespacedCronTabScale" || !strings.Contains(string(item["put"]), doc.ref) {
+			t.Errorf("%s: scale path item %s, want operationId readStableExampleComV1NamespacedCronTabScale and %s", doc.path, item["get"], doc.ref)
+		}
+	}
+
 	// Discovery, as kube-apiserver's custom resource discovery lists it.
 	res = doRaw(t, d, "GET", "/apis/stable.example.com/v1", "", "application/json", nil)
 	var rl metav1.APIResourceList

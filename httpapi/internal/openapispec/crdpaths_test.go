@@ -34,7 +34,11 @@ func TestV3_CustomKindEqualsKubeCRDBuilder(t *testing.T) {
 		name       string
 		namespaced bool
 		status     bool
-	}{{"namespaced", true, false}, {"namespaced status", true, true}, {"cluster", false, false}, {"cluster status", false, true}} {
+		scale      bool
+	}{
+		{"namespaced", true, false, false}, {"namespaced status", true, true, false}, {"cluster", false, false, false}, {"cluster status", false, true, false},
+		{"namespaced scale", true, false, true}, {"namespaced status scale", true, true, true}, {"cluster scale", false, false, true}, {"cluster status scale", false, true, true},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			crd := &apiextensionsv1.CustomResourceDefinition{
 				ObjectMeta: metav1.ObjectMeta{Name: "crontabs.stable.example.com"},
@@ -51,8 +55,15 @@ func TestV3_CustomKindEqualsKubeCRDBuilder(t *testing.T) {
 			if tc.namespaced {
 				crd.Spec.Scope = apiextensionsv1.NamespaceScoped
 			}
+			crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{}
 			if tc.status {
-				crd.Spec.Versions[0].Subresources = &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}}
+				crd.Spec.Versions[0].Subresources.Status = &apiextensionsv1.CustomResourceSubresourceStatus{}
+			}
+			var scale *registry.ScaleSubresource
+			if tc.scale {
+				sel := ".status.selector"
+				crd.Spec.Versions[0].Subresources.Scale = &apiextensionsv1.CustomResourceSubresourceScale{SpecReplicasPath: ".spec.replicas", StatusReplicasPath: ".status.replicas", LabelSelectorPath: &sel}
+				scale = &registry.ScaleSubresource{}
 			}
 			k := &registry.Kind{
 				GVK:               schema.GroupVersionKind{Group: "stable.example.com", Version: "v1", Kind: "CronTab"},
@@ -60,6 +71,7 @@ func TestV3_CustomKindEqualsKubeCRDBuilder(t *testing.T) {
 				ListKind:          "CronTabList",
 				Namespaced:        tc.namespaced,
 				StatusSubresource: tc.status,
+				Scale:             scale,
 				OpenAPISchema:     func() ([]byte, error) { return []byte(crontabSchema), nil },
 			}
 			want, err := builder.BuildOpenAPIV3(crd, "v1", builder.Options{})

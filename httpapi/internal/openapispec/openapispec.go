@@ -297,6 +297,9 @@ func addCustom(paths, schemas map[string]extract.Blob, t *extract.Template, k *r
 	if k.StatusSubresource {
 		subs = append(subs, "status")
 	}
+	if k.Scale != nil {
+		subs = append(subs, "scale")
+	}
 	for _, sub := range subs {
 		for p, item := range items[sub] {
 			paths[r.Replace(p)] = extract.Blob(r.Replace(string(item)))
@@ -304,6 +307,11 @@ func addCustom(paths, schemas map[string]extract.Blob, t *extract.Template, k *r
 	}
 	for n, s := range t.Schemas {
 		schemas[n] = s
+	}
+	if k.Scale != nil {
+		for n, s := range t.ScaleSchemas {
+			schemas[n] = s
+		}
 	}
 	schemas[modelName(k.GVK.Group, k.GVK.Version, k.GVK.Kind)] = ks
 	schemas[modelName(k.GVK.Group, k.GVK.Version, k.ListKind)] = ls

@@ -58,13 +58,16 @@ type GroupVersion struct {
 // Template is the path items of a custom resource kind.
 type Template struct {
 	// Namespaced and Cluster map a subresource ("" for the main resource,
-	// "status") to path items keyed by path, for a namespaced and a
+	// "status", "scale") to path items keyed by path, for a namespaced and a
 	// cluster-scoped kind.
 	Namespaced map[string]map[string]Blob `json:"namespaced"`
 	Cluster    map[string]map[string]Blob `json:"cluster"`
 	// Schemas are the schemas the path items reach, besides the kind's and
 	// its list's own (ObjectMeta, Status, DeleteOptions, ...).
 	Schemas map[string]Blob `json:"schemas"`
+	// ScaleSchemas are the schemas only the scale subresource's path
+	// items reach (autoscaling/v1 Scale and its parts).
+	ScaleSchemas map[string]Blob `json:"scaleSchemas"`
 }
 
 // Swagger is the OpenAPI v2 part of the data.
@@ -103,6 +106,10 @@ const (
 var (
 	templateNamespaced = templateKind{gvPath: "api/v1", resource: "services", kind: "Service", schema: "io.k8s.api.core.v1.Service", opGV: "CoreV1", tag: "core_v1", group: "", version: "v1"}
 	templateCluster    = templateKind{gvPath: "apis/apiextensions.k8s.io/v1", resource: "customresourcedefinitions", kind: "CustomResourceDefinition", schema: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition", opGV: "ApiextensionsV1", tag: "apiextensions_v1", group: "apiextensions.k8s.io", version: "v1"}
+	// templateScale gives the scale subresource's path items: no
+	// built-in cluster-scoped kind has one, so the cluster-scoped items are
+	// the namespaced ones without the namespace (see clusterScale).
+	templateScale = templateKind{gvPath: "apis/apps/v1", resource: "deployments", kind: "Deployment", schema: "io.k8s.api.apps.v1.Deployment", opGV: "AppsV1", tag: "apps_v1", group: "apps", version: "v1"}
 )
 
 type templateKind struct {
@@ -142,7 +149,7 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 		byGV[p] = append(byGV[p], k)
 	}
 	v3docs := map[string]map[string]any{}
-	for _, p := range []string{templateNamespaced.gvPath, templateCluster.gvPath} {
+	for _, p := range []string{templateNamespaced.gvPath, templateCluster.gvPath, templateScale.gvPath} {
 		if _, ok := byGV[p]; !ok {
 			byGV[p] = nil // the template kinds' documents are read too
 		}
@@ -256,7 +263,7 @@ func Build(dir string, reg *registry.Registry) ([]byte, error) {
 	if d.V2.Definitions, err = closure(kept, defs, "#/definitions/"); err != nil {
 		return nil, fmt.Errorf("v2 definitions: %w", err)
 	}
-	one := map[string]map[string]any{templateNamespaced.gvPath: swagger, templateCluster.gvPath: swagger}
+	one := map[string]map[string]any{templateNamespaced.gvPath: swagger, templateCluster.gvPath: swagger, templateScale.gvPath: swagger}
 	if d.V2.Template, err = buildTemplate(one, "#/definitions/", func(doc map[string]any) map[string]any {
 		return doc["definitions"].(map[string]any)
 	}); err != nil {
@@ -349,6 +356,32 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 			t.Cluster = out
 		}
 	}
+	var scaleKept []any
+	scalePath := "/" + templateScale.gvPath + "/namespaces/{namespace}/" + templateScale.resource + "/{name}/scale"
+	for path, item := range docs[templateScale.gvPath]["paths"].(map[string]any) {
+		if path != scalePath {
+			continue
+		}
+		b, err := templatize(path, item, templateScale, refPrefix)
+		if err != nil {
+			return nil, err
+		}
+		newPath := strings.Replace(strings.Replace(path, "/"+templateScale.gvPath+"/", "/"+PHGroupVersionPath+"/", 1), "/"+templateScale.resource, "/"+PHResource, 1)
+		cb, err := clusterScale(b)
+		if err != nil {
+			return nil, fmt.Errorf("scale template: %w", err)
+		}
+		t.Namespaced["scale"] = map[string]Blob{newPath: b}
+		t.Cluster["scale"] = map[string]Blob{strings.Replace(newPath, "/namespaces/{namespace}", "", 1): cb}
+		var v any
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, err
+		}
+		scaleKept = append(scaleKept, v)
+	}
+	if t.Namespaced["scale"] == nil {
+		return nil, fmt.Errorf("scale template: no %s/scale path in %s", templateScale.resource, templateScale.gvPath)
+	}
 	// The template's schemas: everything the path items reach but the
 	// kind's own, and the list's metadata.
 	// The meta types are in every document, with the document's own
@@ -356,7 +389,7 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 	// (apiextensions.k8s.io/v1, the documents of custom resources' own
 	// group) win.
 	all := map[string]any{}
-	for _, p := range []string{templateNamespaced.gvPath, templateCluster.gvPath} {
+	for _, p := range []string{templateScale.gvPath, templateNamespaced.gvPath, templateCluster.gvPath} {
 		for k, v := range schemasOf(docs[p]) {
 			all[k] = v
 		}
@@ -365,8 +398,56 @@ func buildTemplate(docs map[string]map[string]any, refPrefix string, schemasOf f
 		kept = append(kept, map[string]any{"$ref": refPrefix + name})
 	}
 	var err error
-	t.Schemas, err = closure(kept, all, refPrefix)
-	return t, err
+	if t.Schemas, err = closure(kept, all, refPrefix); err != nil {
+		return nil, err
+	}
+	scale, err := closure(scaleKept, all, refPrefix)
+	if err != nil {
+		return nil, err
+	}
+	t.ScaleSchemas = map[string]Blob{}
+	for n, b := range scale {
+		if _, ok := t.Schemas[n]; !ok {
+			t.ScaleSchemas[n] = b
+		}
+	}
+	return t, nil
+}
+
+// clusterScale turns a namespaced scale path item into the cluster-scoped
+// one, as kube-apiserver's CRD builder makes it: without the namespace
+// parameter and with "Namespaced" left out of the operation IDs.
+func clusterScale(item Blob) (Blob, error) {
+	var m map[string]any
+	if err := unmarshal(item, &m); err != nil {
+		return nil, err
+	}
+	isNamespace := func(p any) bool {
+		pm, _ := p.(map[string]any)
+		ref, _ := pm["$ref"].(string)
+		return pm["name"] == "namespace" || strings.Contains(ref, "/namespace-")
+	}
+	for k, v := range m {
+		switch k {
+		case "parameters":
+			var keep []any
+			for _, p := range v.([]any) {
+				if !isNamespace(p) {
+					keep = append(keep, p)
+				}
+			}
+			m[k] = keep
+		default:
+			op, ok := v.(map[string]any)
+			if !ok {
+				continue
+			}
+			if id, ok := op["operationId"].(string); ok {
+				op["operationId"] = strings.Replace(id, "Namespaced", "", 1)
+			}
+		}
+	}
+	return json.Marshal(m)
 }
 
 // notForCustomResources are the media types of built-in kinds' operations
