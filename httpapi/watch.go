@@ -513,7 +513,7 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 			return append(b, "}\n"...)
 		})
 	default:
-		obj, err := ws.transformed(value)
+		obj, err := ws.transformed(value, ws.include)
 		if err != nil {
 			return err
 		}
@@ -554,12 +554,13 @@ func (s *Server) protoEvent(typ string, obj runtime.Object) ([]byte, error) {
 	return b, nil
 }
 
-// transformed returns the event object as a Table row or metadata.
-func (ws *watchStream) transformed(value []byte) ([]byte, error) {
+// transformed returns the event object as a Table row (with the row's
+// object as include asks) or metadata.
+func (ws *watchStream) transformed(value []byte, include string) ([]byte, error) {
 	k := ws.kind
 	switch ws.rep.as {
 	case asTable:
-		t, err := ws.s.tableFor(k, ws.rep, [][]byte{value}, nil, ws.include)
+		t, err := ws.s.tableFor(k, ws.rep, [][]byte{value}, nil, include)
 		if err != nil {
 			return nil, err
 		}
@@ -609,6 +610,22 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 		kind, apiVersion = "PartialObjectMetadata", "meta.k8s.io/"+orV1(ws.rep.metaVersion)
 	}
 	obj, _ := json.Marshal(map[string]interface{}{"kind": kind, "apiVersion": apiVersion, "metadata": meta})
+	if ws.rep.as == asTable {
+		// As in kube-apiserver, a Table watch's bookmark is a Table too:
+		// one row printed from the empty object that carries the
+		// resourceVersion (column definitions when it is the first event),
+		// and the row's object is metadata when it marks the end of the
+		// initial events, whatever includeObject asks.
+		include := ws.include
+		if initialEnd && include == includeObject {
+			include = includeMetadata
+		}
+		t, err := ws.transformed(obj, include)
+		if err != nil {
+			return
+		}
+		obj = t
+	}
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "BOOKMARK", Object: rawExt(obj)})
 	_ = ws.out.write(append(line, '\n'))
 }
