@@ -70,6 +70,10 @@ type Manager struct {
 	unsubscribe func()
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
+	// crdsServed is closed when the CRD controller has served the kinds
+	// of every stored CRD once (see CRDsServed).
+	crdsServed     chan struct{}
+	crdsServedOnce sync.Once
 }
 
 // New returns a Manager for cfg.
@@ -80,7 +84,27 @@ func New(cfg Config) *Manager {
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = DefaultEventTTL
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1)}
+	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1), crdsServed: make(chan struct{})}
+}
+
+// CRDsServed reports whether the custom resources of every
+// CustomResourceDefinition stored at start are served: it turns true once
+// the CRD controller's first round has put their kinds in the registry
+// (or found the CRD kind absent) and stays true. Like kube-apiserver's
+// crd-informer-synced post-start hook, it keeps /readyz failing after a
+// restart until requests for custom resources can be answered.
+func (m *Manager) CRDsServed() bool {
+	select {
+	case <-m.crdsServed:
+		return true
+	default:
+		return false
+	}
+}
+
+// markCRDsServed makes CRDsServed true.
+func (m *Manager) markCRDsServed() {
+	m.crdsServedOnce.Do(func() { close(m.crdsServed) })
 }
 
 // Start runs the controllers until Close or ctx ends.

@@ -95,6 +95,7 @@ func (m *Manager) kickCRDs() {
 func (m *Manager) runCRDController(ctx context.Context) {
 	k := m.cfg.Registry.Lookup(CRDResource)
 	if k == nil {
+		m.markCRDsServed()
 		return
 	}
 	c := &crdController{m: m, kind: k, served: map[string]*servedCRD{}}
@@ -172,9 +173,12 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 	// condition=established, then a create, must find the resource) and
 	// before cleanup (after a restart, the instances of a CRD deleted
 	// before it are found through the kinds it serves).
+	// A CRD whose kinds cannot be built is reported, and the others are
+	// served: either way the stored CRDs have been through serving once.
 	if err := c.serve(crds); err != nil {
 		errs = append(errs, err)
 	}
+	c.m.markCRDsServed()
 	var established []statusWrite
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp != nil {

@@ -169,6 +169,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		CustomResourceKinds: registry.CustomResourceKinds,
 	})
 	d.ctrl.Start(context.WithoutCancel(ctx))
+	// As kube-apiserver's crd-informer-synced hook: not ready until the
+	// custom resources of every stored CRD are served.
+	d.api.AddReadyCheck("poststarthook/crd-informer-synced", d.ctrl.CRDsServed)
 
 	d.srv = &http.Server{
 		Handler:           d.handler(d.api.Handler()),

@@ -140,16 +140,49 @@ func (s *Server) serveAPIResourceList(c echo.Context, kinds *registry.Snapshot, 
 	return s.writeTyped(c, http.StatusOK, representation{}, l)
 }
 
+// readyCheck is a named condition of /readyz and /healthz.
+type readyCheck struct {
+	name  string
+	ready func() bool
+}
+
+// AddReadyCheck adds a condition to /readyz and /healthz (not /livez),
+// listed as name: while ready reports false they answer 500 with the
+// failing checks, as kube-apiserver's post-start hooks keep its /readyz
+// failing until they are done. It must be called before the server
+// serves requests.
+func (s *Server) AddReadyCheck(name string, ready func() bool) {
+	s.readyChecks = append(s.readyChecks, readyCheck{name: name, ready: ready})
+}
+
 func (s *Server) serveHealth(c echo.Context) error {
 	path := strings.TrimSuffix(c.Request().URL.Path, "/")
-	if _, ok := c.QueryParams()["verbose"]; ok {
-		var b strings.Builder
-		b.WriteString("[+]ping ok\n[+]store ok\n")
-		for _, line := range s.healthDetails() {
-			b.WriteString("[+]" + line + "\n")
+	endpoint, check, _ := strings.Cut(strings.TrimPrefix(path, "/"), "/")
+	gated := endpoint == "readyz" || endpoint == "healthz"
+	failed := false
+	var lines strings.Builder
+	lines.WriteString("[+]ping ok\n[+]store ok\n")
+	for _, rc := range s.readyChecks {
+		if !gated || (check != "" && check != rc.name) {
+			continue
 		}
-		b.WriteString(strings.TrimPrefix(path, "/") + " check passed\n")
-		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(b.String()))
+		if rc.ready() {
+			lines.WriteString("[+]" + rc.name + " ok\n")
+		} else {
+			failed = true
+			lines.WriteString("[-]" + rc.name + " failed: reason withheld\n")
+		}
+	}
+	if failed {
+		lines.WriteString(endpoint + " check failed\n")
+		return c.Blob(http.StatusInternalServerError, "text/plain; charset=utf-8", []byte(lines.String()))
+	}
+	if _, ok := c.QueryParams()["verbose"]; ok {
+		for _, line := range s.healthDetails() {
+			lines.WriteString("[+]" + line + "\n")
+		}
+		lines.WriteString(endpoint + " check passed\n")
+		return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte(lines.String()))
 	}
 	return c.Blob(http.StatusOK, "text/plain; charset=utf-8", []byte("ok"))
 }

@@ -81,6 +81,10 @@ type Server struct {
 	codecs        *codecs
 	fieldManagers *fieldManagers
 
+	// readyChecks are the conditions /readyz and /healthz report besides
+	// ping and the store (see AddReadyCheck).
+	readyChecks []readyCheck
+
 	// namespaces mirrors namespace existence for create admission.
 	namespaces            namespaceStates
 	unsubscribeNamespaces func()
