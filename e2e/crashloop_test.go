@@ -19,6 +19,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // envCount is the positive number in the environment variable name, or
@@ -49,11 +51,45 @@ func envSeed(t *testing.T, name string) uint64 {
 	return seed
 }
 
+// crashResource is one kind the crash workload writes. Writers alternate
+// between ConfigMaps and the custom resources of crashCRD, so custom
+// resources go through every kill and power cut that ConfigMaps do.
+type crashResource struct {
+	gvr schema.GroupVersionResource
+	// collection is the path of a namespace's objects, with %s for the
+	// namespace.
+	collection       string
+	kind, apiVersion string
+	// valuePath is where the written value is (data.v, spec.v).
+	valuePath []string
+}
+
+var crashResources = []crashResource{
+	{gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, collection: "/api/v1/namespaces/%s/configmaps",
+		kind: "ConfigMap", apiVersion: "v1", valuePath: []string{"data", "v"}},
+	{gvr: schema.GroupVersionResource{Group: "crash.edgeapi.test", Version: "v1", Resource: "crashes"}, collection: "/apis/crash.edgeapi.test/v1/namespaces/%s/crashes",
+		kind: "Crash", apiVersion: "crash.edgeapi.test/v1", valuePath: []string{"spec", "v"}},
+}
+
+// crashCRD defines the Crash kind: a schema with a default (so reads
+// default stored objects) and a CEL rule (so writes run it).
+const crashCRD = `{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+"metadata":{"name":"crashes.crash.edgeapi.test"},
+"spec":{"group":"crash.edgeapi.test","scope":"Namespaced",
+"names":{"plural":"crashes","singular":"crash","kind":"Crash"},
+"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","properties":{
+"spec":{"type":"object","x-kubernetes-validations":[{"rule":"self.v.startsWith('c')","message":"v starts with c"}],
+"properties":{"v":{"type":"string"},"n":{"type":"integer","default":1}}}}}}}]}}`
+
+// crashResourceOf is the resource writer wr writes.
+func crashResourceOf(wr int) int { return wr % len(crashResources) }
+
 // crashOp is one write a crash-loop writer sent.
 type crashOp struct {
+	res   int // index in crashResources
 	name  string
 	kind  string // create, update, delete
-	value string // data.v after a create or update
+	value string // data.v or spec.v after a create or update
 	// prevRV is the object's resourceVersion before the op ("" if absent).
 	prevRV int64
 	// rv is the acknowledged resourceVersion of a create or update.
@@ -104,6 +140,7 @@ func TestCrashLoop(t *testing.T) {
 	createNamespace(t, d.Clientset(), ns)
 
 	w := newCrashWorkload(ns, seed)
+	w.prepare(t, d)
 	var (
 		ackedTotal, unknownTotal, opsTotal    int
 		killsCheckpoint, killsReset, compacts int
@@ -113,7 +150,7 @@ func TestCrashLoop(t *testing.T) {
 		big := cycle%2 == 1
 		compacting := cycle%3 == 2
 		before := crashStoreStats(t, d)
-		startList := listCMs(t, d, ns)
+		startLists := w.list(t, d)
 
 		var mid crashStats
 		ops := w.writeUntilKill(t, d, cycle, big, func() {
@@ -133,7 +170,7 @@ func TestCrashLoop(t *testing.T) {
 		}
 		d = StartDaemon(t, DaemonOptions{DataDir: dataDir, Args: args})
 
-		res := w.check(cycle, ops, listCMs(t, d, ns))
+		res := w.check(cycle, ops, w.list(t, d))
 		for _, p := range res.problems {
 			t.Errorf("cycle %d: %s", cycle, p)
 		}
@@ -142,14 +179,16 @@ func TestCrashLoop(t *testing.T) {
 		unknownTotal += res.inFlight
 
 		// A watch from before the kill replays every change since.
-		events, expired := watchUntilTimeout(t, d, ns, startList.rv)
-		if expired != "" {
-			watch410++
-			checkExpired(t, cycle, expired, startList.rv, events)
-		} else {
-			watchReplays++
-			eventsSeen += len(events)
-			checkReplay(t, cycle, startList, listCMs(t, d, ns), events, res.acked)
+		for i, r := range crashResources {
+			events, expired := watchUntilTimeout(t, d, fmt.Sprintf(r.collection, ns), startLists[i].rv)
+			if expired != "" {
+				watch410++
+				checkExpired(t, cycle, expired, startLists[i].rv, events)
+			} else {
+				watchReplays++
+				eventsSeen += len(events)
+				checkReplay(t, cycle, startLists[i], w.listOne(t, d, i), events, res.ackedOf(i))
+			}
 		}
 		if s := crashStoreStats(t, d); s.CompactedRev > mid.CompactedRev {
 			compacts++
@@ -167,8 +206,9 @@ func TestCrashLoop(t *testing.T) {
 // crashWorkload is the crash loop's writers and their ledger, which
 // TestCrashLoop and TestPowerCut share. crashWriters goroutines create,
 // update (compare-and-swap on the resourceVersion) and delete ConfigMaps
-// in ns, each owning crashKeysPerWriter names; the ledger holds what the
-// last acknowledged write left of each name.
+// and custom resources (crashResources, alternating by writer) in ns, each
+// owning crashKeysPerWriter names; the ledger holds what the last
+// acknowledged write left of each name.
 type crashWorkload struct {
 	ns   string
 	seed uint64
@@ -191,6 +231,87 @@ func newCrashWorkload(ns string, seed uint64) *crashWorkload {
 
 func crashName(writer, k int) string { return fmt.Sprintf("w%02d-%d", writer, k) }
 
+// prepare creates the CustomResourceDefinition of the custom resources the
+// writers write, and waits until it is established.
+func (w *crashWorkload) prepare(t *testing.T, d *Daemon) {
+	t.Helper()
+	res := doRaw(t, d, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", "", []byte(crashCRD))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create the crash CRD: %d %s", res.Status, res.Body)
+	}
+	waitCRD(t, d, "crashes.crash.edgeapi.test", established)
+}
+
+// crashSnapshot is a LIST of one crash resource in a namespace: its
+// resourceVersion and each object's value and resourceVersion.
+type crashSnapshot struct {
+	rv      int64
+	objects map[string]crashKey
+}
+
+// list lists every crash resource in the workload's namespace, in the
+// order of crashResources.
+func (w *crashWorkload) list(t *testing.T, d *Daemon) []crashSnapshot {
+	t.Helper()
+	out, err := w.tryList(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryList is list returning its error.
+func (w *crashWorkload) tryList(d *Daemon) ([]crashSnapshot, error) {
+	out := make([]crashSnapshot, len(crashResources))
+	for i := range crashResources {
+		s, err := tryListCrash(d, crashResources[i], w.ns)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// listOne lists the crash resource crashResources[i].
+func (w *crashWorkload) listOne(t *testing.T, d *Daemon, i int) crashSnapshot {
+	t.Helper()
+	s, err := tryListCrash(d, crashResources[i], w.ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func tryListCrash(d *Daemon, r crashResource, ns string) (crashSnapshot, error) {
+	path := fmt.Sprintf(r.collection, ns)
+	got := rawGetNoFatal(d, path)
+	if got.Status != http.StatusOK {
+		return crashSnapshot{}, fmt.Errorf("list %s: got %d %s, want 200", path, got.Status, got.Body)
+	}
+	var l unstructured.UnstructuredList
+	if err := l.UnmarshalJSON(got.Body); err != nil {
+		return crashSnapshot{}, fmt.Errorf("list %s: decode: %w", path, err)
+	}
+	rv, err := strconv.ParseInt(l.GetResourceVersion(), 10, 64)
+	if err != nil {
+		return crashSnapshot{}, fmt.Errorf("list %s: resourceVersion %q: %w", path, l.GetResourceVersion(), err)
+	}
+	s := crashSnapshot{rv: rv, objects: map[string]crashKey{}}
+	for _, o := range l.Items {
+		v, _, _ := unstructured.NestedString(o.Object, r.valuePath...)
+		orv, err := strconv.ParseInt(o.GetResourceVersion(), 10, 64)
+		if err != nil {
+			return crashSnapshot{}, fmt.Errorf("list %s: %s: resourceVersion %q", path, o.GetName(), o.GetResourceVersion())
+		}
+		if o.GetKind() != r.kind || o.GetAPIVersion() != r.apiVersion {
+			return crashSnapshot{}, fmt.Errorf("list %s: item %s is a %s %s", path, o.GetName(), o.GetAPIVersion(), o.GetKind())
+		}
+		s.objects[o.GetName()] = crashKey{exists: true, value: v, rv: orv}
+	}
+	return s, nil
+}
+
 // writeUntilKill runs the writers against d until wait returns, then kills
 // the daemon with SIGKILL, waits until it has exited and the writers have
 // stopped, and returns every write sent: acknowledged, or in flight at the
@@ -205,9 +326,12 @@ func (w *crashWorkload) writeUntilKill(t *testing.T, d *Daemon, cycle int, big b
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	cs := d.Clientset()
+	dyn := d.Dynamic()
 	ns := w.ns
 	for wr := 0; wr < crashWriters; wr++ {
+		ri := crashResourceOf(wr)
+		r := crashResources[ri]
+		client := dyn.Resource(r.gvr).Namespace(ns)
 		wrng := rand.New(rand.NewPCG(w.seed, uint64(cycle*crashWriters+wr+1)))
 		own := map[string]crashKey{}
 		for k := 0; k < crashKeysPerWriter; k++ {
@@ -220,26 +344,30 @@ func (w *crashWorkload) writeUntilKill(t *testing.T, d *Daemon, cycle int, big b
 			for i := 0; !killed.Load(); i++ {
 				name := crashName(wr, wrng.IntN(crashKeysPerWriter))
 				cur := own[name]
-				op := crashOp{name: name, prevRV: cur.rv}
+				op := crashOp{res: ri, name: name, prevRV: cur.rv}
 				value := fmt.Sprintf("c%d-w%d-%d", cycle, wr, i)
 				if big {
 					value += strings.Repeat("x", 32<<10)
 				}
 				var (
-					got *corev1.ConfigMap
+					got *unstructured.Unstructured
 					err error
 				)
+				obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": r.apiVersion, "kind": r.kind}}
+				obj.SetName(name)
+				_ = unstructured.SetNestedField(obj.Object, value, r.valuePath...)
 				switch {
 				case !cur.exists:
 					op.kind, op.value = "create", value
-					got, err = cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"v": value}}, metav1.CreateOptions{})
+					got, err = client.Create(ctx, obj, metav1.CreateOptions{})
 				case wrng.IntN(4) == 0:
 					op.kind = "delete"
 					rv := strconv.FormatInt(cur.rv, 10)
-					err = cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+					err = client.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 				default:
 					op.kind, op.value = "update", value
-					got, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: strconv.FormatInt(cur.rv, 10)}, Data: map[string]string{"v": value}}, metav1.UpdateOptions{})
+					obj.SetResourceVersion(strconv.FormatInt(cur.rv, 10))
+					got, err = client.Update(ctx, obj, metav1.UpdateOptions{})
 				}
 				if err != nil {
 					mu.Lock()
@@ -256,7 +384,7 @@ func (w *crashWorkload) writeUntilKill(t *testing.T, d *Daemon, cycle int, big b
 				case "delete":
 					own[name] = crashKey{}
 				default:
-					op.rv = mustRVNoT(got.ResourceVersion)
+					op.rv = mustRVNoT(got.GetResourceVersion())
 					own[name] = crashKey{exists: true, value: op.value, rv: op.rv}
 				}
 				mu.Lock()
@@ -297,7 +425,7 @@ type crashCheck struct {
 //     that no one wrote;
 //   - resourceVersions never go backwards: every write after the restart
 //     gets one above every resourceVersion acknowledged before.
-func (w *crashWorkload) check(cycle int, ops []crashOp, after cmSnapshot) crashCheck {
+func (w *crashWorkload) check(cycle int, ops []crashOp, after []crashSnapshot) crashCheck {
 	var res crashCheck
 	// Per object: the states its acknowledged writes of this cycle left,
 	// the first being the one before the cycle, and what the write in
@@ -328,7 +456,10 @@ func (w *crashWorkload) check(cycle int, ops []crashOp, after cmSnapshot) crashC
 		res.problems = append(res.problems, fmt.Sprintf("a write after the restart got resourceVersion %d, not above %d acknowledged before", minRV, w.maxAcked))
 	}
 
-	objects := maps.Clone(after.objects)
+	objects := map[string]crashKey{}
+	for _, s := range after {
+		maps.Copy(objects, s.objects)
+	}
 	for wr := 0; wr < crashWriters; wr++ {
 		for k := 0; k < crashKeysPerWriter; k++ {
 			name := crashName(wr, k)
@@ -337,11 +468,7 @@ func (w *crashWorkload) check(cycle int, ops []crashOp, after cmSnapshot) crashC
 				seq = []crashKey{w.ledger[name]}
 			}
 			want := seq[len(seq)-1]
-			got, present := objects[name]
-			gotKey := crashKey{}
-			if present {
-				gotKey = crashKey{exists: true, value: got.Data["v"], rv: mustRVNoT(got.ResourceVersion)}
-			}
+			gotKey, present := objects[name]
 			ok := gotKey == want
 			if op, inflight := inFlight[name]; !ok && inflight {
 				switch op.kind {
@@ -364,8 +491,8 @@ func (w *crashWorkload) check(cycle int, ops []crashOp, after cmSnapshot) crashC
 				if op, ok := inFlight[name]; ok {
 					flying = fmt.Sprintf(" or what the %s in flight wrote (v=%.24s…)", op.kind, op.value)
 				}
-				res.problems = append(res.problems, fmt.Sprintf("%s is %s, want %s (last acknowledged%s): %d acknowledged writes lost",
-					name, brief(gotKey), brief(want), flying, lost))
+				res.problems = append(res.problems, fmt.Sprintf("%s %s is %s, want %s (last acknowledged%s): %d acknowledged writes lost",
+					crashResources[crashResourceOf(wr)].kind, name, brief(gotKey), brief(want), flying, lost))
 			}
 			w.ledger[name] = gotKey
 			delete(objects, name)
@@ -381,6 +508,17 @@ func (w *crashWorkload) check(cycle int, ops []crashOp, after cmSnapshot) crashC
 		w.maxAcked = max(w.maxAcked, op.rv)
 	}
 	return res
+}
+
+// ackedOf returns the acknowledged writes of crashResources[i].
+func (c crashCheck) ackedOf(i int) []crashOp {
+	var out []crashOp
+	for _, op := range c.acked {
+		if op.res == i {
+			out = append(out, op)
+		}
+	}
+	return out
 }
 
 func brief(k crashKey) string {
@@ -456,13 +594,14 @@ type crashEvent struct {
 	rv        int64
 }
 
-// watchUntilTimeout watches ns from rv until the server ends the watch (2 s)
-// and returns the events, or the message of a 410 ERROR event.
-func watchUntilTimeout(t *testing.T, d *Daemon, ns string, rv int64) (events []crashEvent, expired string) {
+// watchUntilTimeout watches the collection at path from rv until the
+// server ends the watch (2 s) and returns the events, or the message of a
+// 410 ERROR event.
+func watchUntilTimeout(t *testing.T, d *Daemon, path string, rv int64) (events []crashEvent, expired string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 	defer cancel()
-	url := fmt.Sprintf("%s/api/v1/namespaces/%s/configmaps?watch=1&resourceVersion=%d&timeoutSeconds=2", d.URL, ns, rv)
+	url := fmt.Sprintf("%s%s?watch=1&resourceVersion=%d&timeoutSeconds=2", d.URL, path, rv)
 	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -534,11 +673,11 @@ func checkExpired(t *testing.T, cycle int, msg string, rv int64, events []crashE
 
 // checkReplay checks a watch's events from start against the list after
 // them and the acknowledged writes.
-func checkReplay(t *testing.T, cycle int, start, end cmSnapshot, events []crashEvent, acked []crashOp) {
+func checkReplay(t *testing.T, cycle int, start, end crashSnapshot, events []crashEvent, acked []crashOp) {
 	t.Helper()
 	state := map[string]int64{}
-	for name, cm := range start.objects {
-		state[name] = mustRVNoT(cm.ResourceVersion)
+	for name, k := range start.objects {
+		state[name] = k.rv
 	}
 	last := start.rv
 	seen := map[int64]crashEvent{}
@@ -578,8 +717,8 @@ func checkReplay(t *testing.T, cycle int, start, end cmSnapshot, events []crashE
 	if len(state) != len(end.objects) {
 		t.Errorf("cycle %d: folding the events gives %d objects, the list after has %d", cycle, len(state), len(end.objects))
 	}
-	for name, cm := range end.objects {
-		if got, want := state[name], mustRVNoT(cm.ResourceVersion); got != want {
+	for name, k := range end.objects {
+		if got, want := state[name], k.rv; got != want {
 			t.Errorf("cycle %d: %s: folded events give rv %d, the list has %d", cycle, name, got, want)
 		}
 	}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -119,14 +120,16 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 	}
 	d := StartDaemon(t, DaemonOptions{DataDir: fsys.Dir, Args: args})
 	createNamespace(t, d.Clientset(), ns)
+	w := newCrashWorkload(ns, seed)
+	w.prepare(t, d)
 	if synchronousOff {
-		// Nothing is fsynced with OFF: make the namespace durable, as
-		// sync(2) would, so that the cycles lose only their own writes.
+		// Nothing is fsynced with OFF: make the namespace and the CRD
+		// durable, as sync(2) would, so that the cycles lose only their
+		// own writes.
 		fsys.Sync()
 	}
 
 	rng := rand.New(rand.NewPCG(seed, 1))
-	w := newCrashWorkload(ns, seed)
 	var r powerCutResult
 	for cycle := 0; cycle < cycles; cycle++ {
 		r.cycles++
@@ -134,7 +137,7 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 		big := !synchronousOff && cycle%2 == 1
 		compacting := !synchronousOff && cycle%3 == 2
 		afterReset := !synchronousOff && cycle%5 == 3
-		startList := listCMs(t, d, ns)
+		startLists := w.list(t, d)
 		before := crashStoreStats(t, d)
 
 		var mid crashStats
@@ -164,12 +167,12 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 			restartArgs = append(restartArgs[:len(restartArgs):len(restartArgs)], "--compaction-interval", "1s")
 		}
 		var (
-			after cmSnapshot
+			after []crashSnapshot
 			err   error
 		)
 		d, err = TryStartDaemon(t, DaemonOptions{DataDir: fsys.Dir, Args: restartArgs})
 		if err == nil {
-			after, err = tryListCMs(d, ns)
+			after, err = w.tryList(d)
 		}
 		if err != nil {
 			if !synchronousOff {
@@ -204,11 +207,13 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 			t.Errorf("cycle %d: %s", cycle, p)
 		}
 		// A watch from before the cut replays every acknowledged write.
-		events, expired := watchUntilTimeout(t, d, ns, startList.rv)
-		if expired != "" {
-			checkExpired(t, cycle, expired, startList.rv, events)
-		} else {
-			checkReplay(t, cycle, startList, listCMs(t, d, ns), events, res.acked)
+		for i, r := range crashResources {
+			events, expired := watchUntilTimeout(t, d, fmt.Sprintf(r.collection, ns), startLists[i].rv)
+			if expired != "" {
+				checkExpired(t, cycle, expired, startLists[i].rv, events)
+			} else {
+				checkReplay(t, cycle, startLists[i], w.listOne(t, d, i), events, res.ackedOf(i))
+			}
 		}
 		if t.Failed() {
 			t.Fatalf("cycle %d failed; seed %d", cycle, seed)
