@@ -40,6 +40,20 @@ type fuzzServer struct {
 
 func newFuzzServer(f *testing.F) *fuzzServer {
 	f.Helper()
+	return newFuzzServerWith(f, registry.Builtin(), []fuzzSeedRequest{
+		{"POST", "/api/v1/namespaces/fuzz/configmaps", `{"metadata":{"name":"keep","labels":{"a":"b"}},"data":{"k":"v"}}`},
+		{"POST", "/api/v1/namespaces/fuzz/configmaps", `{"metadata":{"name":"target"},"data":{"k":"v"}}`},
+	})
+}
+
+// fuzzSeedRequest is a request a fuzz server's setup sends; it must answer
+// 201.
+type fuzzSeedRequest struct{ method, path, body string }
+
+// newFuzzServerWith is a Server for reg over a real SQLite file, with a
+// namespace "fuzz" and what the setup requests create.
+func newFuzzServerWith(f *testing.F, reg *registry.Registry, setup []fuzzSeedRequest) *fuzzServer {
+	f.Helper()
 	dir := f.TempDir()
 	if st, err := os.Stat("/dev/shm"); err == nil && st.IsDir() {
 		// fsync on tmpfs is cheap: many more executions per second.
@@ -53,7 +67,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s, err := New(Config{Store: db, Registry: registry.Builtin()})
+	s, err := New(Config{Store: db, Registry: reg})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -65,11 +79,7 @@ func newFuzzServer(f *testing.F) *fuzzServer {
 		_ = db.Close()
 	})
 	fs := &fuzzServer{h: s.Handler()}
-	for _, req := range []struct{ method, path, body string }{
-		{"POST", "/api/v1/namespaces", `{"metadata":{"name":"fuzz"}}`},
-		{"POST", "/api/v1/namespaces/fuzz/configmaps", `{"metadata":{"name":"keep","labels":{"a":"b"}},"data":{"k":"v"}}`},
-		{"POST", "/api/v1/namespaces/fuzz/configmaps", `{"metadata":{"name":"target"},"data":{"k":"v"}}`},
-	} {
+	for _, req := range append([]fuzzSeedRequest{{"POST", "/api/v1/namespaces", `{"metadata":{"name":"fuzz"}}`}}, setup...) {
 		if rec := fs.do(req.method, req.path, "application/json", "", []byte(req.body)); rec.Code != http.StatusCreated {
 			f.Fatalf("%s %s: %d %s", req.method, req.path, rec.Code, rec.Body)
 		}
