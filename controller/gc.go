@@ -252,18 +252,12 @@ func (gc *garbageCollector) dependentsOf(uid types.UID) []store.Key {
 
 // kindsByStorage maps storage resources to one served kind each, for the
 // kinds the collector handles.
+// A kind served in another version than its storage version is left out:
+// the storage version's kind covers its objects. The map is the registry
+// snapshot's own, built once per registry change: callers must not modify
+// it.
 func (gc *garbageCollector) kindsByStorage() map[string]*registry.Kind {
-	out := map[string]*registry.Kind{}
-	for _, k := range gc.m.cfg.Registry.Kinds() {
-		if _, ok := out[k.StorageResource]; ok {
-			continue
-		}
-		if k.FromStorage != nil && k.GVK != k.StorageGVK {
-			continue // served in another version; the storage version's kind covers it
-		}
-		out[k.StorageResource] = k
-	}
-	return out
+	return gc.m.cfg.Registry.Snapshot().ByStorage()
 }
 
 // run processes events until ctx ends.
@@ -493,12 +487,7 @@ func (gc *garbageCollector) ownerKind(ref metav1.OwnerReference) *registry.Kind 
 	if err != nil {
 		return nil
 	}
-	for _, k := range gc.m.cfg.Registry.Kinds() {
-		if k.GVK.GroupVersion() == gv && k.GVK.Kind == ref.Kind {
-			return k
-		}
-	}
-	return nil
+	return gc.m.cfg.Registry.Snapshot().ByGVK(gv.WithKind(ref.Kind))
 }
 
 // ownerObject is what the collector needs of an owner's stored object.

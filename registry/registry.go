@@ -359,12 +359,54 @@ type Snapshot struct {
 	kinds []*Kind
 	// gen counts the changes before this snapshot.
 	gen uint64
+	// Indexes of kinds, built with the snapshot so that per-request and
+	// per-event lookups cost the same with 5 kinds or 1,000.
+	groups        map[string]struct{}
+	groupVersions map[schema.GroupVersion]struct{}
+	byGVK         map[schema.GroupVersionKind]*Kind
+	byStorage     map[string]*Kind
+}
+
+// newSnapshot returns the snapshot of generation gen holding the kinds of
+// m.
+func newSnapshot(m map[schema.GroupVersionResource]*Kind, gen uint64) *Snapshot {
+	kinds := make([]*Kind, 0, len(m))
+	for _, k := range m {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		a, b := kinds[i].GVK, kinds[j].GVK
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Version != b.Version {
+			return a.Version < b.Version
+		}
+		return kinds[i].Resource < kinds[j].Resource
+	})
+	s := &Snapshot{byGVR: m, kinds: kinds, gen: gen,
+		groups:        map[string]struct{}{},
+		groupVersions: map[schema.GroupVersion]struct{}{},
+		byGVK:         make(map[schema.GroupVersionKind]*Kind, len(kinds)),
+		byStorage:     make(map[string]*Kind, len(kinds)),
+	}
+	for _, k := range kinds {
+		s.groups[k.GVK.Group] = struct{}{}
+		s.groupVersions[k.GroupVersion()] = struct{}{}
+		if _, ok := s.byGVK[k.GVK]; !ok {
+			s.byGVK[k.GVK] = k
+		}
+		if _, ok := s.byStorage[k.StorageResource]; !ok && (k.FromStorage == nil || k.GVK == k.StorageGVK) {
+			s.byStorage[k.StorageResource] = k
+		}
+	}
+	return s
 }
 
 // New returns an empty registry.
 func New() *Registry {
 	r := &Registry{changed: make(chan struct{})}
-	r.cur.Store(&Snapshot{byGVR: map[schema.GroupVersionResource]*Kind{}})
+	r.cur.Store(newSnapshot(map[schema.GroupVersionResource]*Kind{}, 0))
 	return r
 }
 
@@ -415,21 +457,7 @@ func (r *Registry) update(fn func(map[schema.GroupVersionResource]*Kind)) {
 		m[gvr] = k
 	}
 	fn(m)
-	kinds := make([]*Kind, 0, len(m))
-	for _, k := range m {
-		kinds = append(kinds, k)
-	}
-	sort.Slice(kinds, func(i, j int) bool {
-		a, b := kinds[i].GVK, kinds[j].GVK
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Version != b.Version {
-			return a.Version < b.Version
-		}
-		return kinds[i].Resource < kinds[j].Resource
-	})
-	r.cur.Store(&Snapshot{byGVR: m, kinds: kinds, gen: old.gen + 1})
+	r.cur.Store(newSnapshot(m, old.gen+1))
 	close(r.changed)
 	r.changed = make(chan struct{})
 }
@@ -459,23 +487,25 @@ func (s *Snapshot) Generation() uint64 { return s.gen }
 
 // HasGroupVersion reports whether any kind is served at gv.
 func (s *Snapshot) HasGroupVersion(gv schema.GroupVersion) bool {
-	for _, k := range s.kinds {
-		if k.GroupVersion() == gv {
-			return true
-		}
-	}
-	return false
+	_, ok := s.groupVersions[gv]
+	return ok
 }
 
 // HasGroup reports whether any kind is served in group.
 func (s *Snapshot) HasGroup(group string) bool {
-	for _, k := range s.kinds {
-		if k.GVK.Group == group {
-			return true
-		}
-	}
-	return false
+	_, ok := s.groups[group]
+	return ok
 }
+
+// ByGVK returns the kind of gvk (the first by group, version and resource
+// when several resources serve it), or nil.
+func (s *Snapshot) ByGVK(gvk schema.GroupVersionKind) *Kind { return s.byGVK[gvk] }
+
+// ByStorage maps each storage resource to one kind that reads it in its
+// storage version: the first by group, version and resource among the
+// kinds served in their storage version. The map is shared: callers must
+// not modify it.
+func (s *Snapshot) ByStorage() map[string]*Kind { return s.byStorage }
 
 // InternalTypeName is how kube-apiserver's messages print the type of one
 // object of the kind, or of its list ("*core.ConfigMap",

@@ -3,6 +3,7 @@ package registry
 import (
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -78,5 +79,45 @@ func TestRegistry_Replace(t *testing.T) {
 		if got, want := before.Lookup(gvr) != nil, tc.version != "v3"; got != want {
 			t.Errorf("snapshot before Replace: Lookup(%v) found = %v, want %v", gvr, got, want)
 		}
+	}
+}
+
+// TestSnapshot_Indexes checks the snapshot's lookups by group,
+// group-version, kind and storage resource: a kind served in another
+// version than its storage version never stands for its storage resource.
+func TestSnapshot_Indexes(t *testing.T) {
+	r := New()
+	stored := &Kind{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}, Resource: "widgets", StorageResource: "widgets.example.com"}
+	converted := &Kind{GVK: schema.GroupVersionKind{Group: "example.com", Version: "v1beta1", Kind: "Widget"}, Resource: "widgets", StorageResource: "widgets.example.com",
+		StorageGVK: stored.GVK, FromStorage: func(obj runtime.Object) (runtime.Object, error) { return obj, nil }}
+	other := &Kind{GVK: schema.GroupVersionKind{Group: "", Version: "v1", Kind: "ConfigMap"}, Resource: "configmaps", StorageResource: "configmaps"}
+	r.Replace(nil, []*Kind{converted, stored, other})
+	s := r.Snapshot()
+	for _, tc := range []struct {
+		name string
+		got  bool
+		want bool
+	}{
+		{"HasGroup example.com", s.HasGroup("example.com"), true},
+		{"HasGroup core", s.HasGroup(""), true},
+		{"HasGroup other.com", s.HasGroup("other.com"), false},
+		{"HasGroupVersion example.com/v1beta1", s.HasGroupVersion(schema.GroupVersion{Group: "example.com", Version: "v1beta1"}), true},
+		{"HasGroupVersion example.com/v2", s.HasGroupVersion(schema.GroupVersion{Group: "example.com", Version: "v2"}), false},
+		{"ByGVK v1beta1 Widget", s.ByGVK(converted.GVK) == converted, true},
+		{"ByGVK v1 Gadget", s.ByGVK(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Gadget"}) == nil, true},
+		{"ByStorage widgets", s.ByStorage()["widgets.example.com"] == stored, true},
+		{"ByStorage configmaps", s.ByStorage()["configmaps"] == other, true},
+		{"ByStorage size", len(s.ByStorage()) == 2, true},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+	r.Remove(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"})
+	if got := r.Snapshot().ByStorage()["widgets.example.com"]; got != nil {
+		t.Errorf("ByStorage after the storage version's kind went = %v, want nil (v1beta1 is served from another version)", got.GVK)
+	}
+	if !s.HasGroupVersion(schema.GroupVersion{Group: "example.com", Version: "v1"}) {
+		t.Error("the snapshot taken before Remove lost example.com/v1")
 	}
 }
