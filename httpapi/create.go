@@ -113,6 +113,7 @@ func (s *Server) handleCreate(r *request) error {
 	if opts.dryRun {
 		return s.writeNew(c, http.StatusCreated, r.rep, k, out)
 	}
+	primeCreated(k, created.Value)
 	return s.writeStored(c, http.StatusCreated, r.rep, k, created.Value)
 }
 

@@ -26,8 +26,8 @@ func newBenchServer(b *testing.B) (*httptest.Server, *store.DB) {
 }
 
 // newBenchServerRegistry is newBenchServer that also returns the served
-// registry, for benchmarks that add kinds.
-func newBenchServerRegistry(b *testing.B) (*httptest.Server, *store.DB, *registry.Registry) {
+// registry, for benchmarks and tests that add kinds.
+func newBenchServerRegistry(b testing.TB) (*httptest.Server, *store.DB, *registry.Registry) {
 	b.Helper()
 	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(b.TempDir(), "bench.db")})
 	if err != nil {
@@ -122,7 +122,7 @@ func BenchmarkServer_Get(b *testing.B) {
 // gadgetCRD is the custom resource of scripts/bench's cr-create workload:
 // a spec of 20 fields (strings, integers, lists, and objects with a
 // default) plus notes, two CEL rules on spec, and a status.
-func gadgetCRD(b *testing.B) *apiextensionsv1.CustomResourceDefinition {
+func gadgetCRD(b testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	b.Helper()
 	props := map[string]any{}
 	for i := range 20 {

@@ -208,6 +208,7 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				u.SetGroupVersionKind(gvk)
 				return u, nil
 			}
+			k.CreatedReadsBack = served == storage && !defaultsDropped(st.structural, strategy.status)
 		}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
 			// OpenAPI publishes the version's schema (kubectl explain,
@@ -311,6 +312,22 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 		}
 	}
 	return s, nil
+}
+
+// defaultsDropped reports whether reading back a created object through
+// schema s may add defaults that the create path removed after decoding:
+// status (when the status subresource is on, PrepareForCreate drops it)
+// with a default of its own, or defaults in root metadata, which the
+// create path rewrites.
+func defaultsDropped(s *structuralschema.Structural, status bool) bool {
+	if s == nil {
+		return false
+	}
+	if st, ok := s.Properties["status"]; ok && status && st.Default.Object != nil {
+		return true
+	}
+	md, ok := s.Properties["metadata"]
+	return ok && hasDefaults(&md)
 }
 
 // hasDefaults reports whether any node of s has a default.
