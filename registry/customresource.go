@@ -549,7 +549,7 @@ func (c *crStrategy) NameValidator() func(string, bool) []string {
 }
 
 // Validate is the strategy's Validate followed, when it passes, by
-// rest.BeforeCreate's generic object-meta check.
+// rest.BeforeCreate's generic object-meta check (which then passes too).
 func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 	u := obj.(*unstructured.Unstructured)
 	errs := c.validateTypeMeta(u)
@@ -566,7 +566,11 @@ func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 	}
 	errs = append(errs, c.validateCEL(u.Object, nil, errs, nil)...)
-	return withGenericCreate(errs, obj, c.namespaced)
+	// rest.BeforeCreate's generic object-meta check (ValidateGenericCreate)
+	// runs only when errs is empty, and then would find nothing: the check
+	// above passed, and differs from it only in checking names as path
+	// segments, which every DNS subdomain is.
+	return errs
 }
 
 // ValidateUpdate is the strategy's ValidateUpdate (the HTTP layer puts
