@@ -260,11 +260,25 @@ type crSchema struct {
 	preserveUnknown bool
 	hasDefaults     bool
 
+	// hasRules is whether the schema has x-kubernetes-validations
+	// rules that cel.Validator runs (any outside allOf).
+	hasRules bool
+
 	// celOnce compiles the CEL rules on first use: a CEL environment
 	// takes about 100 KB, which kinds whose objects are never written
-	// need not pay.
-	celOnce sync.Once
-	cel     *cel.Validator
+	// need not pay. Creates compile them once more, for celCreateCheck
+	// (celCheckOnce); cel.Validator is built only when a create fails
+	// that check, or on the first update.
+	celOnce      sync.Once
+	cel          *cel.Validator
+	celCheckOnce sync.Once
+	celCheck     *celCreateCheck
+}
+
+// createCheck returns the rules' check for creates (see celCreateCheck).
+func (s *crSchema) createCheck() *celCreateCheck {
+	s.celCheckOnce.Do(func() { s.celCheck = newCELCreateCheck(s.structural, celconfig.PerCallLimit) })
+	return s.celCheck
 }
 
 // celValidator returns the compiled x-kubernetes-validations rules, nil
@@ -303,6 +317,7 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	}
 	s.structural = st
 	s.hasDefaults = hasDefaults(st)
+	s.hasRules = hasRules(st)
 	if s.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("schema validator: %w", err)
 	}
@@ -328,6 +343,26 @@ func defaultsDropped(s *structuralschema.Structural, status bool) bool {
 	}
 	md, ok := s.Properties["metadata"]
 	return ok && hasDefaults(&md)
+}
+
+// hasRules reports whether any node of s outside allOf has
+// x-kubernetes-validations (when cel.NewValidator returns a validator).
+func hasRules(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if len(s.XValidations) > 0 || hasRules(s.Items) {
+		return true
+	}
+	if s.AdditionalProperties != nil && hasRules(s.AdditionalProperties.Structural) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasRules(&p) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDefaults reports whether any node of s has a default.
@@ -637,8 +672,7 @@ func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorLi
 // holds an error that makes them unsafe to run (kube-apiserver's
 // hasBlockingErr), within kube-apiserver's runtime cost budget.
 func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
-	v := c.schema.celValidator()
-	if v == nil {
+	if !c.schema.hasRules {
 		return nil
 	}
 	for _, e := range errs {
@@ -646,6 +680,13 @@ func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.Err
 		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
 			return field.ErrorList{field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")}
 		}
+	}
+	if old == nil && c.schema.createCheck().passes(context.Background(), obj, celconfig.RuntimeCELCostBudget) {
+		return nil
+	}
+	v := c.schema.celValidator()
+	if v == nil {
+		return nil
 	}
 	var oldObj interface{}
 	if old != nil {
