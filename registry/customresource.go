@@ -260,6 +260,13 @@ type crSchema struct {
 	preserveUnknown bool
 	hasDefaults     bool
 
+	// openAPI is the schema validator's OpenAPI form; openAPICheck,
+	// built from it on first use, is the quick path of validator for
+	// creates (see openAPICheck).
+	openAPI          *spec.Schema
+	openAPICheckOnce sync.Once
+	openAPICheck     *openAPICheck
+
 	// hasRules is whether the schema has x-kubernetes-validations
 	// rules that cel.Validator runs (any outside allOf).
 	hasRules bool
@@ -273,6 +280,16 @@ type crSchema struct {
 	cel          *cel.Validator
 	celCheckOnce sync.Once
 	celCheck     *celCreateCheck
+}
+
+// validateCreate returns the OpenAPI schema validator's errors for obj,
+// being created: none, without running it, when openAPICheck passes obj.
+func (s *crSchema) validateCreate(obj map[string]interface{}) field.ErrorList {
+	s.openAPICheckOnce.Do(func() { s.openAPICheck = newOpenAPICheck(s.openAPI) })
+	if s.openAPICheck.passes(obj) {
+		return nil
+	}
+	return apiservervalidation.ValidateCustomResource(nil, obj, s.validator)
 }
 
 // createCheck returns the rules' check for creates (see celCreateCheck).
@@ -318,7 +335,7 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	s.structural = st
 	s.hasDefaults = hasDefaults(st)
 	s.hasRules = hasRules(st)
-	if s.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
+	if s.validator, s.openAPI, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("schema validator: %w", err)
 	}
 	if status, ok := internal.Properties["status"]; ok {
@@ -591,7 +608,7 @@ func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessor(u, c.namespaced, apimachineryvalidation.NameIsDNSSubdomain, metadataPath)...)
 		if c.schema.validator != nil {
-			errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, c.schema.validator)...)
+			errs = append(errs, c.schema.validateCreate(u.Object)...)
 		}
 		errs = append(errs, c.validateScaleSpec(u)...)
 		errs = append(errs, c.validateScaleStatus(u)...)
