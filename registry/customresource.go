@@ -469,11 +469,19 @@ func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionK
 	if err != nil {
 		return nil, err
 	}
-	objectMeta, foundObjectMeta, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{
-		ReturnUnknownFieldPaths: track,
-	})
-	if err != nil {
-		return nil, err
+	var (
+		objectMeta      *metav1.ObjectMeta
+		foundObjectMeta bool
+		unknown         []string
+	)
+	simpleMeta, simple := coercedSimpleMetadata(u.Object["metadata"])
+	if !simple {
+		objectMeta, foundObjectMeta, unknown, err = schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{
+			ReturnUnknownFieldPaths: track,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
@@ -496,12 +504,79 @@ func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionK
 	if foundAPIVersion {
 		u.SetAPIVersion(apiVersion)
 	}
-	if foundObjectMeta {
+	if simple {
+		u.Object["metadata"] = simpleMeta
+	} else if foundObjectMeta {
 		if err := schemaobjectmeta.SetObjectMeta(u.Object, objectMeta); err != nil {
 			return nil, err
 		}
 	}
 	return unknown, nil
+}
+
+// coercedSimpleMetadata returns what the ObjectMeta coercion of a decoded
+// body (GetObjectMetaWithOptions, then SetObjectMeta: JSON into
+// metav1.ObjectMeta and back to unstructured) makes of metadata, for the
+// metadata of most bodies: only name, generateName and namespace
+// (strings), labels and annotations (objects of strings) and finalizers
+// (a list of strings). The round trip drops those that are empty and
+// keeps the rest, and finds no unknown field. For any other metadata it
+// reports false and the caller takes the round trip (about 10 µs).
+func coercedSimpleMetadata(metadata interface{}) (map[string]interface{}, bool) {
+	md, ok := metadata.(map[string]interface{})
+	if !ok || md == nil {
+		return nil, false
+	}
+	out := make(map[string]interface{}, len(md))
+	for k, v := range md {
+		switch k {
+		case "name", "generateName", "namespace":
+			s, ok := v.(string)
+			if !ok {
+				return nil, false
+			}
+			if s != "" {
+				out[k] = s
+			}
+		case "labels", "annotations":
+			m, ok := v.(map[string]interface{})
+			if !ok {
+				return nil, false
+			}
+			if len(m) == 0 {
+				continue
+			}
+			c := make(map[string]interface{}, len(m))
+			for mk, mv := range m {
+				s, ok := mv.(string)
+				if !ok {
+					return nil, false
+				}
+				c[mk] = s
+			}
+			out[k] = c
+		case "finalizers":
+			l, ok := v.([]interface{})
+			if !ok {
+				return nil, false
+			}
+			if len(l) == 0 {
+				continue
+			}
+			c := make([]interface{}, len(l))
+			for i, e := range l {
+				s, ok := e.(string)
+				if !ok {
+					return nil, false
+				}
+				c[i] = s
+			}
+			out[k] = c
+		default:
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // applySchema returns the OpenAPI schema server-side apply types objects

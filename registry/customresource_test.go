@@ -7,9 +7,12 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -356,5 +359,55 @@ func TestCustomResourceKinds_WebhookConversion(t *testing.T) {
 	obj := decodeCR(t, beta, `{"apiVersion":"stable.example.com/v1beta1","kind":"CronTab","metadata":{"name":"a"}}`)
 	if _, err := beta.EncodeStorage(obj); err == nil || !strings.Contains(err.Error(), wantErr) {
 		t.Errorf("v1beta1 EncodeStorage: %v, want %q", err, wantErr)
+	}
+}
+
+// TestCoercedSimpleMetadata: where coercedSimpleMetadata answers, it is
+// what apiextensions-apiserver's ObjectMeta round trip gives, with no
+// unknown field.
+func TestCoercedSimpleMetadata(t *testing.T) {
+	tests := []struct {
+		metadata string
+		simple   bool
+	}{
+		{`{"name":"a"}`, true},
+		{`{"name":"a","namespace":"ns","generateName":"g-","labels":{"a":"b","c":""},"annotations":{"x/y":"<z>"},"finalizers":["f","g"]}`, true},
+		{`{"name":"","labels":{},"annotations":{},"finalizers":[]}`, true},
+		{`{}`, true},
+		{`{"name":1}`, false},
+		{`{"labels":{"a":1}}`, false},
+		{`{"labels":{"a":null}}`, false},
+		{`{"labels":null}`, false},
+		{`{"finalizers":[1]}`, false},
+		{`{"finalizers":"f"}`, false},
+		{`{"uid":"u"}`, false},
+		{`{"creationTimestamp":null}`, false},
+		{`{"unknownField":1}`, false},
+		{`"string"`, false},
+		{`null`, false},
+	}
+	for _, tt := range tests {
+		var md interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(tt.metadata), &md); err != nil {
+			t.Fatal(err)
+		}
+		got, simple := coercedSimpleMetadata(md)
+		if simple != tt.simple {
+			t.Errorf("%s: simple = %v, want %v", tt.metadata, simple, tt.simple)
+		}
+		if !simple {
+			continue
+		}
+		obj := map[string]interface{}{"metadata": runtime.DeepCopyJSONValue(md)}
+		om, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+		if err != nil || !found || len(unknown) > 0 {
+			t.Fatalf("%s: GetObjectMetaWithOptions: %v %v %v", tt.metadata, found, unknown, err)
+		}
+		if err := schemaobjectmeta.SetObjectMeta(obj, om); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, obj["metadata"]) {
+			t.Errorf("%s: coercedSimpleMetadata = %#v, want %#v", tt.metadata, got, obj["metadata"])
+		}
 	}
 }
