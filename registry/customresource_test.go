@@ -10,8 +10,10 @@ import (
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -408,6 +410,45 @@ func TestCoercedSimpleMetadata(t *testing.T) {
 		}
 		if !reflect.DeepEqual(got, obj["metadata"]) {
 			t.Errorf("%s: coercedSimpleMetadata = %#v, want %#v", tt.metadata, got, obj["metadata"])
+		}
+	}
+}
+
+// TestValidationMeta_GetManagedFields: object-meta validation finds the
+// same errors in managedFields through validationMeta as through the
+// Unstructured, and plain entries convert as the unstructured converter
+// converts them (fieldsV1 aside).
+func TestValidationMeta_GetManagedFields(t *testing.T) {
+	for _, mf := range []string{
+		`[{"manager":"m","operation":"Update","apiVersion":"a/v1","time":"2026-01-02T03:04:05Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]`,
+		`[{"manager":"m","operation":"Apply","subresource":"status"},{"manager":"n","operation":"Bad","fieldsType":"FieldsV2"}]`,
+		`[{"manager":"m","operation":"Bad","time":"yesterday"}]`,
+		`[{"manager":"m","operation":"Bad","fieldsV1":"x"}]`,
+		`[{"manager":"m","operation":"Bad","unknown":1}]`,
+		`[{"manager":1,"operation":"Bad"}]`,
+		`["x"]`,
+		`[]`,
+		`"x"`,
+		`null`,
+	} {
+		var v interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(mf), &v); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"managedFields": v}}}
+		want := u.GetManagedFields()
+		got := validationMeta{u}.GetManagedFields()
+		if w, g := metav1validation.ValidateManagedFields(want, field.NewPath("m")), metav1validation.ValidateManagedFields(got, field.NewPath("m")); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: validation through validationMeta %v, want %v", mf, g, w)
+		}
+		for i := range want {
+			want[i].FieldsV1 = nil
+		}
+		for i := range got {
+			got[i].FieldsV1 = nil
+		}
+		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Errorf("%s: GetManagedFields = %+v, want %+v", mf, got, want)
 		}
 	}
 }
