@@ -18,25 +18,34 @@ import (
 // field manager then stamps the time. Computing them takes
 // structured-merge-diff about 60 µs for a 20-field object (typing the
 // object, comparing it with the empty one, encoding the field set,
-// converting the entry to unstructured). createManaged keeps, per field
-// manager, the managedFields computed for each shape, and gives the next
-// create of that shape a copy with the current time.
+// converting the entry to unstructured). createManagers keeps the
+// managedFields each field manager computed for each shape, and gives the
+// next create of that shape a copy with the current time.
 
 const (
 	// createShapeMaxBytes is the longest shape key kept: bigger objects
 	// always take the field manager.
 	createShapeMaxBytes = 4 << 10
-	// createManagedMaxBytes bounds the keys kept per field manager; the
-	// cache is emptied when full.
-	createManagedMaxBytes = 1 << 20
+	// createManagedMaxBytes bounds the cache, counting each entry as
+	// twice its key (the key, and managedFields of about its size) plus
+	// createManagedEntryBytes; it is emptied when full.
+	createManagedMaxBytes   = 4 << 20
+	createManagedEntryBytes = 256
 )
 
-// createManaged is the cache of one field manager.
-type createManaged struct {
+// createManagers is the cache, for all field managers.
+type createManagers struct {
 	// mu guards entries and bytes.
 	mu      sync.Mutex
-	entries map[string]createManagedEntry
+	entries map[createManagedKey]createManagedEntry
 	bytes   int
+}
+
+// createManagedKey is a field manager (one per served kind and
+// subresource) and a shape.
+type createManagedKey struct {
+	fm    *managedfields.FieldManager
+	shape string
 }
 
 // createManagedEntry is what the field manager made of one shape.
@@ -44,20 +53,6 @@ type createManagedEntry struct {
 	// managedFields is the metadata.managedFields value set (a list of
 	// one entry), nil when the field manager set none.
 	managedFields []interface{}
-}
-
-// createManagers holds the createManaged of each field manager (one per
-// served kind and subresource, kept as long as fieldManagers keeps it).
-type createManagers struct {
-	byFM sync.Map // *managedfields.FieldManager -> *createManaged
-}
-
-func (c *createManagers) of(fm *managedfields.FieldManager) *createManaged {
-	if v, ok := c.byFM.Load(fm); ok {
-		return v.(*createManaged)
-	}
-	v, _ := c.byFM.LoadOrStore(fm, &createManaged{entries: map[string]createManagedEntry{}})
-	return v.(*createManaged)
 }
 
 var shapeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -77,10 +72,9 @@ func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj 
 	if !ok {
 		return fm.UpdateNoErrors(live, obj, manager)
 	}
-	cache := c.of(fm)
-	cache.mu.Lock()
-	e, hit := cache.entries[string(key)]
-	cache.mu.Unlock()
+	c.mu.Lock()
+	e, hit := c.entries[createManagedKey{fm, string(key)}]
+	c.mu.Unlock()
 	if hit {
 		if e.managedFields != nil {
 			mf := runtime.DeepCopyJSONValue(e.managedFields).([]interface{})
@@ -120,15 +114,17 @@ func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj 
 	default:
 		return out
 	}
-	cache.mu.Lock()
-	defer cache.mu.Unlock()
-	if cache.bytes+len(key) > createManagedMaxBytes {
-		cache.entries = map[string]createManagedEntry{}
-		cache.bytes = 0
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	size := 2*len(key) + createManagedEntryBytes
+	if c.entries == nil || c.bytes+size > createManagedMaxBytes {
+		c.entries = map[createManagedKey]createManagedEntry{}
+		c.bytes = 0
 	}
-	if _, ok := cache.entries[string(key)]; !ok {
-		cache.entries[string(key)] = entry
-		cache.bytes += len(key)
+	k := createManagedKey{fm, string(key)}
+	if _, ok := c.entries[k]; !ok {
+		c.entries[k] = entry
+		c.bytes += size
 	}
 	return out
 }

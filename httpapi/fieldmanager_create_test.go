@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -56,11 +57,10 @@ func TestCreateManagers_UpdateCreate(t *testing.T) {
 			}
 			live := tt.kind.New()
 			want := fm.UpdateNoErrors(live, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(m)}, "m").(*unstructured.Unstructured)
-			cache := fms.creates.of(fm)
 			for i, wantCached := range []bool{tt.seen, tt.cached} {
-				cache.mu.Lock()
-				_, cached := cache.entries[shapeOf(t, m)]
-				cache.mu.Unlock()
+				fms.creates.mu.Lock()
+				_, cached := fms.creates.entries[createManagedKey{fm, shapeOf(t, m)}]
+				fms.creates.mu.Unlock()
 				if cached != wantCached {
 					t.Errorf("create %d: shape cached before it = %v, want %v", i+1, cached, wantCached)
 				}
@@ -93,4 +93,34 @@ func withoutTimes(obj map[string]interface{}) map[string]interface{} {
 		_ = unstructured.SetNestedSlice(obj, mf, "metadata", "managedFields")
 	}
 	return obj
+}
+
+// TestCreateManagers_Bound: the cache stays within createManagedMaxBytes
+// however many shapes it sees.
+func TestCreateManagers_Bound(t *testing.T) {
+	gadgets, err := registry.CustomResourceKinds(gadgetCRD(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := gadgets[0]
+	fms := newFieldManagers()
+	fm, err := fms.get(k, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := make([]interface{}, 300)
+	for i := 0; i < 1500; i++ {
+		for j := range list {
+			list[j] = fmt.Sprintf("v%d-%d", i, j)
+		}
+		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "bench.example.com/v1", "kind": "Gadget",
+			"metadata": map[string]interface{}{"name": "a"}, "spec": map[string]interface{}{"field02": runtime.DeepCopyJSONValue(list)}}}
+		fms.creates.updateCreate(fm, k.New(), obj, "m")
+		if fms.creates.bytes > createManagedMaxBytes {
+			t.Fatalf("after %d shapes the cache counts %d bytes, over %d", i+1, fms.creates.bytes, createManagedMaxBytes)
+		}
+	}
+	if n := len(fms.creates.entries); n == 0 || n >= 1500 {
+		t.Errorf("%d entries after 1500 shapes of about 6 KB: the cache was not emptied when full", n)
+	}
 }
