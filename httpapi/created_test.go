@@ -9,9 +9,12 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	"github.com/edgeapi/edgeapi/registry"
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // crdFromYAML parses a CustomResourceDefinition.
@@ -170,4 +173,46 @@ spec:
 			}
 		})
 	}
+}
+
+// FuzzCreatedJSON: for any object stored as custom resources are
+// (registry.Kind.EncodeStorage, then the store's resourceVersion stamp),
+// createdJSON either declines or gives the object's encoding with
+// apiVersion and kind, byte for byte as encoding/json writes it.
+func FuzzCreatedJSON(f *testing.F) {
+	f.Add([]byte(`{"metadata":{"name":"a","labels":{"x":"<y>"}},"spec":{"image":"i","n":[1,2.5]}}`))
+	f.Add([]byte(`{"aaa":1,"metadata":{"zzz":1,"annotations":{"a":"b"}},"spec":null}`))
+	f.Add([]byte(`{"metadata":{"name":"a\u2028"},"zz":{"q\u003c":"\u00e9"}}`))
+	f.Add([]byte(`{"metadata":{}}`))
+	k := testCRKind(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m map[string]interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(data, &m); err != nil || m == nil {
+			return
+		}
+		value, err := k.EncodeStorage(&unstructured.Unstructured{Object: m})
+		if err != nil {
+			return
+		}
+		stamped, err := store.StampRevision(value, 42)
+		if err != nil {
+			return
+		}
+		got, ok := createdJSON(k, stamped)
+		if !ok {
+			return
+		}
+		var back map[string]interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts(stamped, &back); err != nil {
+			t.Fatal(err)
+		}
+		back["apiVersion"], back["kind"] = k.GVK.GroupVersion().String(), k.GVK.Kind
+		want, err := json.Marshal(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("createdJSON(%s) =\n%s\nwant\n%s", stamped, got, want)
+		}
+	})
 }
