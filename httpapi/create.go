@@ -113,6 +113,7 @@ func (s *Server) handleCreate(r *request) error {
 	if opts.dryRun {
 		return s.writeNew(c, http.StatusCreated, r.rep, k, out)
 	}
+	primeCreated(k, created.Value)
 	return s.writeStored(c, http.StatusCreated, r.rep, k, created.Value)
 }
 
@@ -141,7 +142,7 @@ func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Objec
 		}
 		live := k.New()
 		live.GetObjectKind().SetGroupVersionKind(k.GVK)
-		obj = fm.UpdateNoErrors(live, obj, manager)
+		obj = s.fieldManagers.creates.updateCreate(fm, live, obj, manager)
 		m = registry.Accessor(obj)
 	}
 	m.SetDeletionTimestamp(nil)

@@ -28,6 +28,9 @@ type fieldManagers struct {
 	// crTypes holds the type converter of each Unstructured kind, shared
 	// by its main resource's and subresources' field managers.
 	crTypes map[*registry.Kind]managedfields.TypeConverter
+
+	// creates memoizes the managedFields of custom resource creates.
+	creates createManagers
 }
 
 type fmKey struct {

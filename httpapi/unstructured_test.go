@@ -39,7 +39,7 @@ func TestNegotiateOutputFor(t *testing.T) {
 }
 
 // testCRKind returns the v1 CronTab kind of e2e/testdata/crds.yaml.
-func testCRKind(t *testing.T) *registry.Kind {
+func testCRKind(t testing.TB) *registry.Kind {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "e2e", "testdata", "crds.yaml"))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -208,6 +209,7 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				u.SetGroupVersionKind(gvk)
 				return u, nil
 			}
+			k.CreatedReadsBack = served == storage && !defaultsDropped(st.structural, strategy.status)
 		}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
 			// OpenAPI publishes the version's schema (kubectl explain,
@@ -259,11 +261,42 @@ type crSchema struct {
 	preserveUnknown bool
 	hasDefaults     bool
 
+	// openAPI is the schema validator's OpenAPI form; openAPICheck,
+	// built from it on first use, is the quick path of validator for
+	// creates (see openAPICheck).
+	openAPI          *spec.Schema
+	openAPICheckOnce sync.Once
+	openAPICheck     *openAPICheck
+
+	// hasRules is whether the schema has x-kubernetes-validations
+	// rules that cel.Validator runs (any outside allOf).
+	hasRules bool
+
 	// celOnce compiles the CEL rules on first use: a CEL environment
 	// takes about 100 KB, which kinds whose objects are never written
-	// need not pay.
-	celOnce sync.Once
-	cel     *cel.Validator
+	// need not pay. Creates compile them once more, for celCreateCheck
+	// (celCheckOnce); cel.Validator is built only when a create fails
+	// that check, or on the first update.
+	celOnce      sync.Once
+	cel          *cel.Validator
+	celCheckOnce sync.Once
+	celCheck     *celCreateCheck
+}
+
+// validateCreate returns the OpenAPI schema validator's errors for obj,
+// being created: none, without running it, when openAPICheck passes obj.
+func (s *crSchema) validateCreate(obj map[string]interface{}) field.ErrorList {
+	s.openAPICheckOnce.Do(func() { s.openAPICheck = newOpenAPICheck(s.openAPI) })
+	if s.openAPICheck.passes(obj) {
+		return nil
+	}
+	return apiservervalidation.ValidateCustomResource(nil, obj, s.validator)
+}
+
+// createCheck returns the rules' check for creates (see celCreateCheck).
+func (s *crSchema) createCheck() *celCreateCheck {
+	s.celCheckOnce.Do(func() { s.celCheck = newCELCreateCheck(s.structural, celconfig.PerCallLimit) })
+	return s.celCheck
 }
 
 // celValidator returns the compiled x-kubernetes-validations rules, nil
@@ -302,7 +335,8 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	}
 	s.structural = st
 	s.hasDefaults = hasDefaults(st)
-	if s.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
+	s.hasRules = hasRules(st)
+	if s.validator, s.openAPI, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("schema validator: %w", err)
 	}
 	if status, ok := internal.Properties["status"]; ok {
@@ -311,6 +345,42 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 		}
 	}
 	return s, nil
+}
+
+// defaultsDropped reports whether reading back a created object through
+// schema s may add defaults that the create path removed after decoding:
+// status (when the status subresource is on, PrepareForCreate drops it)
+// with a default of its own, or defaults in root metadata, which the
+// create path rewrites.
+func defaultsDropped(s *structuralschema.Structural, status bool) bool {
+	if s == nil {
+		return false
+	}
+	if st, ok := s.Properties["status"]; ok && status && st.Default.Object != nil {
+		return true
+	}
+	md, ok := s.Properties["metadata"]
+	return ok && hasDefaults(&md)
+}
+
+// hasRules reports whether any node of s outside allOf has
+// x-kubernetes-validations (when cel.NewValidator returns a validator).
+func hasRules(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if len(s.XValidations) > 0 || hasRules(s.Items) {
+		return true
+	}
+	if s.AdditionalProperties != nil && hasRules(s.AdditionalProperties.Structural) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasRules(&p) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDefaults reports whether any node of s has a default.
@@ -400,11 +470,19 @@ func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionK
 	if err != nil {
 		return nil, err
 	}
-	objectMeta, foundObjectMeta, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{
-		ReturnUnknownFieldPaths: track,
-	})
-	if err != nil {
-		return nil, err
+	var (
+		objectMeta      *metav1.ObjectMeta
+		foundObjectMeta bool
+		unknown         []string
+	)
+	simpleMeta, simple := coercedSimpleMetadata(u.Object["metadata"])
+	if !simple {
+		objectMeta, foundObjectMeta, unknown, err = schemaobjectmeta.GetObjectMetaWithOptions(u.Object, schemaobjectmeta.ObjectMetaOptions{
+			ReturnUnknownFieldPaths: track,
+		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	if err != nil {
@@ -427,12 +505,79 @@ func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionK
 	if foundAPIVersion {
 		u.SetAPIVersion(apiVersion)
 	}
-	if foundObjectMeta {
+	if simple {
+		u.Object["metadata"] = simpleMeta
+	} else if foundObjectMeta {
 		if err := schemaobjectmeta.SetObjectMeta(u.Object, objectMeta); err != nil {
 			return nil, err
 		}
 	}
 	return unknown, nil
+}
+
+// coercedSimpleMetadata returns what the ObjectMeta coercion of a decoded
+// body (GetObjectMetaWithOptions, then SetObjectMeta: JSON into
+// metav1.ObjectMeta and back to unstructured) makes of metadata, for the
+// metadata of most bodies: only name, generateName and namespace
+// (strings), labels and annotations (objects of strings) and finalizers
+// (a list of strings). The round trip drops those that are empty and
+// keeps the rest, and finds no unknown field. For any other metadata it
+// reports false and the caller takes the round trip (about 10 µs).
+func coercedSimpleMetadata(metadata interface{}) (map[string]interface{}, bool) {
+	md, ok := metadata.(map[string]interface{})
+	if !ok || md == nil {
+		return nil, false
+	}
+	out := make(map[string]interface{}, len(md))
+	for k, v := range md {
+		switch k {
+		case "name", "generateName", "namespace":
+			s, ok := v.(string)
+			if !ok {
+				return nil, false
+			}
+			if s != "" {
+				out[k] = s
+			}
+		case "labels", "annotations":
+			m, ok := v.(map[string]interface{})
+			if !ok {
+				return nil, false
+			}
+			if len(m) == 0 {
+				continue
+			}
+			c := make(map[string]interface{}, len(m))
+			for mk, mv := range m {
+				s, ok := mv.(string)
+				if !ok {
+					return nil, false
+				}
+				c[mk] = s
+			}
+			out[k] = c
+		case "finalizers":
+			l, ok := v.([]interface{})
+			if !ok {
+				return nil, false
+			}
+			if len(l) == 0 {
+				continue
+			}
+			c := make([]interface{}, len(l))
+			for i, e := range l {
+				s, ok := e.(string)
+				if !ok {
+					return nil, false
+				}
+				c[i] = s
+			}
+			out[k] = c
+		default:
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // applySchema returns the OpenAPI schema server-side apply types objects
@@ -532,14 +677,14 @@ func (c *crStrategy) NameValidator() func(string, bool) []string {
 }
 
 // Validate is the strategy's Validate followed, when it passes, by
-// rest.BeforeCreate's generic object-meta check.
+// rest.BeforeCreate's generic object-meta check (which then passes too).
 func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 	u := obj.(*unstructured.Unstructured)
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
-		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessor(u, c.namespaced, apimachineryvalidation.NameIsDNSSubdomain, metadataPath)...)
+		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessor(validationMeta{u}, c.namespaced, apimachineryvalidation.NameIsDNSSubdomain, metadataPath)...)
 		if c.schema.validator != nil {
-			errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, c.schema.validator)...)
+			errs = append(errs, c.schema.validateCreate(u.Object)...)
 		}
 		errs = append(errs, c.validateScaleSpec(u)...)
 		errs = append(errs, c.validateScaleStatus(u)...)
@@ -549,7 +694,82 @@ func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 	}
 	errs = append(errs, c.validateCEL(u.Object, nil, errs, nil)...)
-	return withGenericCreate(errs, obj, c.namespaced)
+	// rest.BeforeCreate's generic object-meta check (ValidateGenericCreate)
+	// runs only when errs is empty, and then would find nothing: the check
+	// above passed, and differs from it only in checking names as path
+	// segments, which every DNS subdomain is.
+	return errs
+}
+
+// validationMeta is an Unstructured as object-meta validation reads it:
+// GetManagedFields converts plain entries (known members of the right
+// types, a time that parses) without the unstructured converter, which
+// marshals each entry's fieldsV1 to JSON (about 10 µs an entry). Its
+// entries have no FieldsV1, which validation does not read; for any
+// other managedFields it is the Unstructured's.
+type validationMeta struct{ *unstructured.Unstructured }
+
+func (m validationMeta) GetManagedFields() []metav1.ManagedFieldsEntry {
+	v, found, err := unstructured.NestedFieldNoCopy(m.Object, "metadata", "managedFields")
+	if !found || err != nil {
+		return nil
+	}
+	items, ok := v.([]interface{})
+	if !ok {
+		return nil
+	}
+	out := make([]metav1.ManagedFieldsEntry, 0, len(items))
+	for _, item := range items {
+		e, ok := plainManagedFieldsEntry(item)
+		if !ok {
+			return m.Unstructured.GetManagedFields()
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// plainManagedFieldsEntry converts an entry with only known members of
+// the types the unstructured converter accepts, except fieldsV1.
+func plainManagedFieldsEntry(item interface{}) (metav1.ManagedFieldsEntry, bool) {
+	var e metav1.ManagedFieldsEntry
+	m, ok := item.(map[string]interface{})
+	if !ok {
+		return e, false
+	}
+	for k, v := range m {
+		if k == "fieldsV1" {
+			if _, ok := v.(map[string]interface{}); !ok {
+				return e, false
+			}
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return e, false
+		}
+		switch k {
+		case "manager":
+			e.Manager = s
+		case "operation":
+			e.Operation = metav1.ManagedFieldsOperationType(s)
+		case "apiVersion":
+			e.APIVersion = s
+		case "fieldsType":
+			e.FieldsType = s
+		case "subresource":
+			e.Subresource = s
+		case "time":
+			t, err := time.Parse(time.RFC3339, s)
+			if err != nil {
+				return e, false
+			}
+			e.Time = &metav1.Time{Time: t.Local()}
+		default:
+			return e, false
+		}
+	}
+	return e, true
 }
 
 // ValidateUpdate is the strategy's ValidateUpdate (the HTTP layer puts
@@ -616,8 +836,7 @@ func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorLi
 // holds an error that makes them unsafe to run (kube-apiserver's
 // hasBlockingErr), within kube-apiserver's runtime cost budget.
 func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
-	v := c.schema.celValidator()
-	if v == nil {
+	if !c.schema.hasRules {
 		return nil
 	}
 	for _, e := range errs {
@@ -625,6 +844,13 @@ func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.Err
 		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
 			return field.ErrorList{field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")}
 		}
+	}
+	if old == nil && c.schema.createCheck().passes(context.Background(), obj, celconfig.RuntimeCELCostBudget) {
+		return nil
+	}
+	v := c.schema.celValidator()
+	if v == nil {
+		return nil
 	}
 	var oldObj interface{}
 	if old != nil {

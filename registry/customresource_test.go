@@ -7,9 +7,14 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -356,5 +361,94 @@ func TestCustomResourceKinds_WebhookConversion(t *testing.T) {
 	obj := decodeCR(t, beta, `{"apiVersion":"stable.example.com/v1beta1","kind":"CronTab","metadata":{"name":"a"}}`)
 	if _, err := beta.EncodeStorage(obj); err == nil || !strings.Contains(err.Error(), wantErr) {
 		t.Errorf("v1beta1 EncodeStorage: %v, want %q", err, wantErr)
+	}
+}
+
+// TestCoercedSimpleMetadata: where coercedSimpleMetadata answers, it is
+// what apiextensions-apiserver's ObjectMeta round trip gives, with no
+// unknown field.
+func TestCoercedSimpleMetadata(t *testing.T) {
+	tests := []struct {
+		metadata string
+		simple   bool
+	}{
+		{`{"name":"a"}`, true},
+		{`{"name":"a","namespace":"ns","generateName":"g-","labels":{"a":"b","c":""},"annotations":{"x/y":"<z>"},"finalizers":["f","g"]}`, true},
+		{`{"name":"","labels":{},"annotations":{},"finalizers":[]}`, true},
+		{`{}`, true},
+		{`{"name":1}`, false},
+		{`{"labels":{"a":1}}`, false},
+		{`{"labels":{"a":null}}`, false},
+		{`{"labels":null}`, false},
+		{`{"finalizers":[1]}`, false},
+		{`{"finalizers":"f"}`, false},
+		{`{"uid":"u"}`, false},
+		{`{"creationTimestamp":null}`, false},
+		{`{"unknownField":1}`, false},
+		{`"string"`, false},
+		{`null`, false},
+	}
+	for _, tt := range tests {
+		var md interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(tt.metadata), &md); err != nil {
+			t.Fatal(err)
+		}
+		got, simple := coercedSimpleMetadata(md)
+		if simple != tt.simple {
+			t.Errorf("%s: simple = %v, want %v", tt.metadata, simple, tt.simple)
+		}
+		if !simple {
+			continue
+		}
+		obj := map[string]interface{}{"metadata": runtime.DeepCopyJSONValue(md)}
+		om, found, unknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
+		if err != nil || !found || len(unknown) > 0 {
+			t.Fatalf("%s: GetObjectMetaWithOptions: %v %v %v", tt.metadata, found, unknown, err)
+		}
+		if err := schemaobjectmeta.SetObjectMeta(obj, om); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, obj["metadata"]) {
+			t.Errorf("%s: coercedSimpleMetadata = %#v, want %#v", tt.metadata, got, obj["metadata"])
+		}
+	}
+}
+
+// TestValidationMeta_GetManagedFields: object-meta validation finds the
+// same errors in managedFields through validationMeta as through the
+// Unstructured, and plain entries convert as the unstructured converter
+// converts them (fieldsV1 aside).
+func TestValidationMeta_GetManagedFields(t *testing.T) {
+	for _, mf := range []string{
+		`[{"manager":"m","operation":"Update","apiVersion":"a/v1","time":"2026-01-02T03:04:05Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]`,
+		`[{"manager":"m","operation":"Apply","subresource":"status"},{"manager":"n","operation":"Bad","fieldsType":"FieldsV2"}]`,
+		`[{"manager":"m","operation":"Bad","time":"yesterday"}]`,
+		`[{"manager":"m","operation":"Bad","fieldsV1":"x"}]`,
+		`[{"manager":"m","operation":"Bad","unknown":1}]`,
+		`[{"manager":1,"operation":"Bad"}]`,
+		`["x"]`,
+		`[]`,
+		`"x"`,
+		`null`,
+	} {
+		var v interface{}
+		if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(mf), &v); err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"metadata": map[string]interface{}{"managedFields": v}}}
+		want := u.GetManagedFields()
+		got := validationMeta{u}.GetManagedFields()
+		if w, g := metav1validation.ValidateManagedFields(want, field.NewPath("m")), metav1validation.ValidateManagedFields(got, field.NewPath("m")); !reflect.DeepEqual(g, w) {
+			t.Errorf("%s: validation through validationMeta %v, want %v", mf, g, w)
+		}
+		for i := range want {
+			want[i].FieldsV1 = nil
+		}
+		for i := range got {
+			got[i].FieldsV1 = nil
+		}
+		if len(got) != len(want) || (len(want) > 0 && !reflect.DeepEqual(got, want)) {
+			t.Errorf("%s: GetManagedFields = %+v, want %+v", mf, got, want)
+		}
 	}
 }

@@ -76,6 +76,16 @@ type Kind struct {
 	// FromStorage back. Nil when GVK == StorageGVK.
 	ToStorage   func(obj runtime.Object) (runtime.Object, error)
 	FromStorage func(obj runtime.Object) (runtime.Object, error)
+	// CreatedReadsBack reports that FromStorage leaves unchanged what a
+	// POST through this kind stores (its body decoded by DecodeJSON and
+	// NormalizeOnDecode; not a server-side apply), so that the answer is
+	// the stored JSON with apiVersion and kind in front, with no second
+	// decoding. A custom resource's FromStorage
+	// prunes and defaults what was already pruned and defaulted on
+	// decoding; it could add only what the create removes afterwards (a
+	// defaulted status, dropped when the status subresource is on) or
+	// convert another version.
+	CreatedReadsBack bool
 
 	// NormalizeOnDecode, when set, does to a freshly decoded (or patched)
 	// object what kube-apiserver's conversion into its internal version

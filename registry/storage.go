@@ -3,6 +3,7 @@ package registry
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -85,6 +86,9 @@ func (k *Kind) DecodeStored(value []byte) (runtime.Object, error) {
 // encodeStoredUnstructured is EncodeStorage for a custom resource: its
 // content without kind, apiVersion and metadata.resourceVersion.
 func encodeStoredUnstructured(u *unstructured.Unstructured) ([]byte, error) {
+	if b, ok := appendStoredJSON(make([]byte, 0, 1024), u.Object); ok {
+		return b, nil
+	}
 	m := make(map[string]interface{}, len(u.Object))
 	for k, v := range u.Object {
 		if k != "kind" && k != "apiVersion" {
@@ -107,6 +111,36 @@ func encodeStoredUnstructured(u *unstructured.Unstructured) ([]byte, error) {
 		return nil, fmt.Errorf("encode object: %w", err)
 	}
 	return b, nil
+}
+
+// appendStoredJSON appends what encodeStoredUnstructured stores for obj,
+// with appendJSON; false when appendJSON cannot encode it.
+func appendStoredJSON(dst []byte, obj map[string]interface{}) ([]byte, bool) {
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		if k != "kind" && k != "apiVersion" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		var ok bool
+		if md, isMap := obj[k].(map[string]interface{}); isMap && k == "metadata" {
+			dst, ok = appendJSONObject(dst, md, "resourceVersion")
+		} else {
+			dst, ok = appendJSON(dst, obj[k])
+		}
+		if !ok {
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
 }
 
 // Accessor returns obj's metadata accessor; every registered kind has one.

@@ -1,0 +1,245 @@
+package httpapi
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/managedfields"
+)
+
+// The managedFields a create of a custom resource gets (field manager
+// Update of an empty live object, no managedFields in the body) depend on
+// the object's shape only: the paths of its fields and, for type checks,
+// the JSON type of each value, plus apiVersion, kind and the manager; the
+// field manager then stamps the time. Computing them takes
+// structured-merge-diff about 60 µs for a 20-field object (typing the
+// object, comparing it with the empty one, encoding the field set,
+// converting the entry to unstructured). createManagers keeps the
+// managedFields each field manager computed for each shape, and gives the
+// next create of that shape a copy with the current time.
+
+const (
+	// createShapeMaxBytes is the longest shape key kept: bigger objects
+	// always take the field manager.
+	createShapeMaxBytes = 4 << 10
+	// createManagedMaxBytes bounds the cache, counting each entry as
+	// twice its key (the key, and managedFields of about its size) plus
+	// createManagedEntryBytes; it is emptied when full.
+	createManagedMaxBytes   = 4 << 20
+	createManagedEntryBytes = 256
+)
+
+// createManagers is the cache, for all field managers.
+type createManagers struct {
+	// mu guards entries and bytes.
+	mu      sync.Mutex
+	entries map[createManagedKey]createManagedEntry
+	bytes   int
+}
+
+// createManagedKey is a field manager (one per served kind and
+// subresource) and a shape.
+type createManagedKey struct {
+	fm    *managedfields.FieldManager
+	shape string
+}
+
+// createManagedEntry is what the field manager made of one shape.
+type createManagedEntry struct {
+	// managedFields is the metadata.managedFields value set (a list of
+	// one entry), nil when the field manager set none.
+	managedFields []interface{}
+}
+
+var shapeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// updateCreate is fm.UpdateNoErrors(live, obj, manager) for obj being
+// created (live is the kind's empty object), taken from the cache when
+// the field manager has seen an object of the same shape.
+func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj runtime.Object, manager string) runtime.Object {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	bp := shapeBufs.Get().(*[]byte)
+	defer shapeBufs.Put(bp)
+	key, ok := createShape((*bp)[:0], u, manager)
+	*bp = key[:0]
+	if !ok {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	c.mu.Lock()
+	e, hit := c.entries[createManagedKey{fm, string(key)}]
+	c.mu.Unlock()
+	if hit {
+		if e.managedFields != nil {
+			mf := runtime.DeepCopyJSONValue(e.managedFields).([]interface{})
+			now := time.Now().UTC().Format(time.RFC3339)
+			for _, entry := range mf {
+				entry.(map[string]interface{})["time"] = now
+			}
+			md, ok := u.Object["metadata"].(map[string]interface{})
+			if !ok {
+				md = map[string]interface{}{}
+				u.Object["metadata"] = md
+			}
+			md["managedFields"] = mf
+		}
+		return u
+	}
+	out := fm.UpdateNoErrors(live, obj, manager)
+	ou, ok := out.(*unstructured.Unstructured)
+	if !ok {
+		return out
+	}
+	mf, found, err := unstructured.NestedFieldNoCopy(ou.Object, "metadata", "managedFields")
+	var entry createManagedEntry
+	switch list, isList := mf.([]interface{}); {
+	case err != nil:
+		return out
+	case !found:
+	case isList && len(list) == 1:
+		m, isMap := list[0].(map[string]interface{})
+		if !isMap {
+			return out
+		}
+		if _, hasTime := m["time"].(string); !hasTime {
+			return out
+		}
+		entry.managedFields = runtime.DeepCopyJSONValue(list).([]interface{})
+	default:
+		return out
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	size := 2*len(key) + createManagedEntryBytes
+	if c.entries == nil || c.bytes+size > createManagedMaxBytes {
+		c.entries = map[createManagedKey]createManagedEntry{}
+		c.bytes = 0
+	}
+	k := createManagedKey{fm, string(key)}
+	if _, ok := c.entries[k]; !ok {
+		c.entries[k] = entry
+		c.bytes += size
+	}
+	return out
+}
+
+// lastAppliedAnnotation is kubectl's client-side apply annotation, which
+// the field manager reads.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// createShape appends to dst the shape key of u for manager: the manager,
+// then u's values with map keys sorted, each scalar in a map reduced to
+// its JSON type (what the field manager's result depends on: field
+// paths, and types for its type check), apiVersion and kind kept whole,
+// and lists kept whole (their items are keys, or set members, in some
+// list types). It reports false for an object the field manager reads
+// more of (managedFields or the last-applied annotation in the body), or
+// too big to keep.
+func createShape(dst []byte, u *unstructured.Unstructured, manager string) ([]byte, bool) {
+	if md, ok := u.Object["metadata"].(map[string]interface{}); ok {
+		if _, has := md["managedFields"]; has {
+			return dst, false
+		}
+		if ann, ok := md["annotations"].(map[string]interface{}); ok {
+			if _, has := ann[lastAppliedAnnotation]; has {
+				return dst, false
+			}
+		}
+	} else if _, has := u.Object["metadata"]; has {
+		return dst, false
+	}
+	dst = strconv.AppendQuote(dst, manager)
+	dst = append(dst, '{')
+	keys := sortedMapKeys(u.Object)
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendQuote(dst, k)
+		dst = append(dst, ':')
+		v := u.Object[k]
+		var ok bool
+		if s, isString := v.(string); isString && (k == "apiVersion" || k == "kind") {
+			dst = strconv.AppendQuote(dst, s)
+			ok = true
+		} else {
+			dst, ok = appendShape(dst, v, false)
+		}
+		if !ok || len(dst) > createShapeMaxBytes {
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// appendShape appends v's shape: scalars reduced to their type unless
+// whole (inside a list), maps with sorted keys, lists whole.
+func appendShape(dst []byte, v interface{}, whole bool) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(dst, 'n'), true
+	case string:
+		if whole {
+			return strconv.AppendQuote(append(dst, 's'), v), true
+		}
+		return append(dst, 's'), true
+	case bool:
+		if whole {
+			return strconv.AppendBool(append(dst, 'b'), v), true
+		}
+		return append(dst, 'b'), true
+	case int64:
+		if whole {
+			return strconv.AppendInt(append(dst, 'i'), v, 10), true
+		}
+		return append(dst, 'i'), true
+	case float64:
+		if whole {
+			return strconv.AppendFloat(append(dst, 'f'), v, 'g', -1, 64), true
+		}
+		return append(dst, 'f'), true
+	case map[string]interface{}:
+		dst = append(dst, '{')
+		for i, k := range sortedMapKeys(v) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = strconv.AppendQuote(dst, k)
+			dst = append(dst, ':')
+			var ok bool
+			if dst, ok = appendShape(dst, v[k], whole); !ok || len(dst) > createShapeMaxBytes {
+				return dst, false
+			}
+		}
+		return append(dst, '}'), true
+	case []interface{}:
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var ok bool
+			if dst, ok = appendShape(dst, e, true); !ok || len(dst) > createShapeMaxBytes {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	}
+	return dst, false
+}
+
+// sortedMapKeys returns m's keys in order.
+func sortedMapKeys(m map[string]interface{}) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

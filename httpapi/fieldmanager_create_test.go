@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
+
+	"github.com/edgeapi/edgeapi/registry"
+)
+
+// TestCreateManagers_UpdateCreate: a create whose shape the field manager
+// has seen gets the managedFields the field manager itself gives, time
+// aside; objects it reads more of (managedFields, the last-applied
+// annotation in the body) always go to the field manager.
+func TestCreateManagers_UpdateCreate(t *testing.T) {
+	gadgets, err := registry.CustomResourceKinds(gadgetCRD(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cronTab := testCRKind(t)
+	tests := []struct {
+		name string
+		kind *registry.Kind
+		body string
+		// seen: an earlier case has the same shape; cached: the shape is
+		// cached after the first create.
+		seen, cached bool
+	}{
+		{"bench body", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default"},"spec":{"notes":"xx","field00":"a","field01":8080,"field02":["a","b"],"field03":{"enabled":true,"mode":"auto","limit":3}}}`, false, true},
+		{"same shape, other values", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"bb","namespace":"default"},"spec":{"notes":"","field00":"zz","field01":1,"field02":["a","b"],"field03":{"enabled":false,"mode":"off","limit":9}}}`, true, true},
+		{"other list", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default"},"spec":{"field02":["c"]}}`, false, true},
+		{"metadata and status", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default","labels":{"app":"x","tier":"y"},"annotations":{"a.example.com/b":"c"},"finalizers":["example.com/f"],"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"u1","controller":true}]},"spec":{},"status":{"phase":"x","n":[1,2]}}`, false, true},
+		{"wrong type", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default"},"spec":{"field01":"x"}}`, false, true},
+		{"float", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default"},"spec":{"field01":1.5}}`, false, true},
+		{"null", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default"},"spec":{"field00":null}}`, false, true},
+		{"other kind", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gizmo","metadata":{"name":"a","namespace":"default"},"spec":{}}`, false, true},
+		{"map list and set", cronTab, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"default"},"spec":{"image":"i","ports":[{"name":"a","port":1},{"name":"b"}]}}`, false, true},
+		{"map list, other keys", cronTab, `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"default"},"spec":{"image":"i","ports":[{"name":"c","port":1},{"name":"b"}]}}`, false, true},
+		{"managedFields in the body", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default","managedFields":[{"manager":"x","operation":"Update","apiVersion":"bench.example.com/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{}}}]},"spec":{}}`, false, false},
+		{"last-applied annotation", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}},"spec":{}}`, false, false},
+		{"no metadata", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","spec":{"field00":"a"}}`, false, true},
+	}
+	fms := newFieldManagers()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fm, err := fms.get(tt.kind, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]interface{}
+			if err := kjson.UnmarshalCaseSensitivePreserveInts([]byte(tt.body), &m); err != nil {
+				t.Fatal(err)
+			}
+			live := tt.kind.New()
+			want := fm.UpdateNoErrors(live, &unstructured.Unstructured{Object: runtime.DeepCopyJSON(m)}, "m").(*unstructured.Unstructured)
+			for i, wantCached := range []bool{tt.seen, tt.cached} {
+				fms.creates.mu.Lock()
+				_, cached := fms.creates.entries[createManagedKey{fm, shapeOf(t, m)}]
+				fms.creates.mu.Unlock()
+				if cached != wantCached {
+					t.Errorf("create %d: shape cached before it = %v, want %v", i+1, cached, wantCached)
+				}
+				got := fms.creates.updateCreate(fm, tt.kind.New(), &unstructured.Unstructured{Object: runtime.DeepCopyJSON(m)}, "m").(*unstructured.Unstructured)
+				if g, w := withoutTimes(got.Object), withoutTimes(want.Object); !reflect.DeepEqual(g, w) {
+					t.Errorf("create %d:\n%v\nwant the field manager's\n%v", i+1, g, w)
+				}
+			}
+		})
+	}
+}
+
+func shapeOf(t *testing.T, m map[string]interface{}) string {
+	key, _ := createShape(nil, &unstructured.Unstructured{Object: m}, "m")
+	return string(key)
+}
+
+// withoutTimes returns a copy of obj with its managedFields times blanked,
+// checking that each is set.
+func withoutTimes(obj map[string]interface{}) map[string]interface{} {
+	obj = runtime.DeepCopyJSON(obj)
+	mf, _, _ := unstructured.NestedSlice(obj, "metadata", "managedFields")
+	for _, e := range mf {
+		m := e.(map[string]interface{})
+		if _, ok := m["time"].(string); ok {
+			m["time"] = "T"
+		}
+	}
+	if mf != nil {
+		_ = unstructured.SetNestedSlice(obj, mf, "metadata", "managedFields")
+	}
+	return obj
+}
+
+// TestCreateManagers_Bound: the cache stays within createManagedMaxBytes
+// however many shapes it sees.
+func TestCreateManagers_Bound(t *testing.T) {
+	gadgets, err := registry.CustomResourceKinds(gadgetCRD(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := gadgets[0]
+	fms := newFieldManagers()
+	fm, err := fms.get(k, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := make([]interface{}, 300)
+	for i := 0; i < 1500; i++ {
+		for j := range list {
+			list[j] = fmt.Sprintf("v%d-%d", i, j)
+		}
+		obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "bench.example.com/v1", "kind": "Gadget",
+			"metadata": map[string]interface{}{"name": "a"}, "spec": map[string]interface{}{"field02": runtime.DeepCopyJSONValue(list)}}}
+		fms.creates.updateCreate(fm, k.New(), obj, "m")
+		if fms.creates.bytes > createManagedMaxBytes {
+			t.Fatalf("after %d shapes the cache counts %d bytes, over %d", i+1, fms.creates.bytes, createManagedMaxBytes)
+		}
+	}
+	if n := len(fms.creates.entries); n == 0 || n >= 1500 {
+		t.Errorf("%d entries after 1500 shapes of about 6 KB: the cache was not emptied when full", n)
+	}
+}

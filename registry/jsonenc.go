@@ -1,0 +1,154 @@
+package registry
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendJSON appends the JSON encoding of v, a tree of the values JSON
+// decoding gives (map[string]interface{}, []interface{}, string, int64,
+// float64, bool, nil), byte for byte as encoding/json.Marshal writes it:
+// map keys sorted, strings HTML-escaped, floats in ES6 form. It walks the
+// tree without reflection, where encoding/json allocates for every map
+// key and value (a third of a custom resource create's allocations). It
+// reports false, having appended part of v, for any other type or a
+// non-finite float; the caller then uses encoding/json.
+func appendJSON(dst []byte, v interface{}) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(dst, "null"...), true
+	case string:
+		return appendJSONString(dst, v), true
+	case bool:
+		return strconv.AppendBool(dst, v), true
+	case int64:
+		return strconv.AppendInt(dst, v, 10), true
+	case float64:
+		return appendJSONFloat(dst, v)
+	case map[string]interface{}:
+		return appendJSONObject(dst, v, "")
+	case []interface{}:
+		if v == nil {
+			return append(dst, "null"...), true
+		}
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var ok bool
+			if dst, ok = appendJSON(dst, e); !ok {
+				return dst, false
+			}
+		}
+		return append(dst, ']'), true
+	}
+	return dst, false
+}
+
+// appendJSONObject appends m without its member skip (none when "").
+func appendJSONObject(dst []byte, m map[string]interface{}, skip string) ([]byte, bool) {
+	if m == nil {
+		return append(dst, "null"...), true
+	}
+	var buf [32]string
+	keys := buf[:0]
+	for k := range m {
+		if k != skip || skip == "" {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k)
+		dst = append(dst, ':')
+		var ok bool
+		if dst, ok = appendJSON(dst, m[k]); !ok {
+			return dst, false
+		}
+	}
+	return append(dst, '}'), true
+}
+
+// appendJSONFloat is encoding/json's float64 form.
+func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return dst, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 is written e-9.
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString is encoding/json's string form with HTML escaping:
+// ", \ and control characters escaped (\b \f \n \r \t short), <, > and &
+// as \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
