@@ -165,6 +165,11 @@ func summarizeData(data []byte, maxLength int) string {
 // stored in another version.
 func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
 	if k.FromStorage != nil {
+		if k.AppendServedJSON != nil {
+			if b, ok := k.AppendServedJSON(nil, value); ok {
+				return b, nil
+			}
+		}
 		var key servedKey
 		if k.Unstructured {
 			// See servedCache. The result is shared and read-only.
