@@ -209,6 +209,21 @@ func spliceTypeMeta(dst []byte, gvk schema.GroupVersionKind, value []byte) []byt
 	return append(dst, '}')
 }
 
+// appendItemJSON appends itemJSON(k, value) to dst; a custom resource
+// that AppendServedJSON serves is written straight into dst.
+func appendItemJSON(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
+	if k.AppendServedJSON != nil {
+		if out, ok := k.AppendServedJSON(dst, value); ok {
+			return out, nil
+		}
+	}
+	item, err := itemJSON(k, value)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, item...), nil
+}
+
 // itemJSON returns the JSON of a stored object as a list item (no kind or
 // apiVersion).
 func itemJSON(k *registry.Kind, value []byte) ([]byte, error) {
