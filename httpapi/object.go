@@ -164,31 +164,37 @@ func summarizeData(data []byte, maxLength int) string {
 // with kind and apiVersion spliced in front, or a conversion for kinds
 // stored in another version.
 func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
-	if k.FromStorage != nil {
+	if k.FromStorage != nil && k.Unstructured {
+		// See servedCache. The result is shared and read-only.
+		key := servedKeyOf(k, value)
+		if b := served.get(key); b != nil {
+			return b, nil
+		}
 		if k.AppendServedJSON != nil {
 			if b, ok := k.AppendServedJSON(nil, value); ok {
+				served.put(key, b)
 				return b, nil
 			}
 		}
-		var key servedKey
-		if k.Unstructured {
-			// See servedCache. The result is shared and read-only.
-			key = servedKeyOf(k, value)
-			if b := served.get(key); b != nil {
-				return b, nil
-			}
-		}
-		obj, err := k.DecodeStored(value)
-		if err != nil {
-			return nil, err
-		}
-		b, err := json.Marshal(obj)
-		if err == nil && k.Unstructured {
+		b, err := decodedJSON(k, value)
+		if err == nil {
 			served.put(key, b)
 		}
 		return b, err
 	}
+	if k.FromStorage != nil {
+		return decodedJSON(k, value)
+	}
 	return spliceTypeMeta(nil, k.GVK, value), nil
+}
+
+// decodedJSON is the JSON of a stored object decoded and converted.
+func decodedJSON(k *registry.Kind, value []byte) ([]byte, error) {
+	obj, err := k.DecodeStored(value)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
 }
 
 // spliceTypeMeta appends value to dst with kind and apiVersion inserted as
@@ -210,12 +216,24 @@ func spliceTypeMeta(dst []byte, gvk schema.GroupVersionKind, value []byte) []byt
 }
 
 // appendItemJSON appends itemJSON(k, value) to dst; a custom resource
-// that AppendServedJSON serves is written straight into dst.
+// whose served JSON is not cached and that AppendServedJSON serves is
+// written straight into dst.
 func appendItemJSON(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
 	if k.AppendServedJSON != nil {
+		key := servedKeyOf(k, value)
+		if b := served.get(key); b != nil {
+			return append(dst, b...), nil
+		}
 		if out, ok := k.AppendServedJSON(dst, value); ok {
+			served.put(key, bytes.Clone(out[len(dst):]))
 			return out, nil
 		}
+		b, err := decodedJSON(k, value)
+		if err != nil {
+			return dst, err
+		}
+		served.put(key, b)
+		return append(dst, b...), nil
 	}
 	item, err := itemJSON(k, value)
 	if err != nil {

@@ -144,7 +144,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.listObjects, "list-objects", 10000, "objects in the listed namespace")
 	fs.IntVar(&cfg.crds, "crds", 700, "crds workload: CustomResourceDefinitions posted at once")
 	fs.IntVar(&cfg.lists, "lists", 20, "sequential full LISTs to time")
-	fs.IntVar(&cfg.coldLists, "cold-lists", 5, "cr-list workload: daemon restarts, each followed by one cold LIST of each kind")
+	fs.IntVar(&cfg.coldLists, "cold-lists", 7, "cr-list workload: daemon restarts, each followed by one cold LIST of each kind")
 	fs.DurationVar(&cfg.settle, "settle", 2*time.Second, "idle time before reading RSS after start-up")
 	fs.IntVar(&cfg.bigObjects, "big-objects", 100_000, "objects stored by the big workload")
 	fs.DurationVar(&cfg.bigIdle, "big-idle", 5*time.Second, "idle time before reading RSS with big-objects stored")
