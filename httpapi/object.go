@@ -165,16 +165,15 @@ func summarizeData(data []byte, maxLength int) string {
 // stored in another version.
 func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
 	if k.FromStorage != nil && k.Unstructured {
+		if k.AppendServedJSON != nil {
+			if b, ok := k.AppendServedJSON(nil, value); ok {
+				return b, nil
+			}
+		}
 		// See servedCache. The result is shared and read-only.
 		key := servedKeyOf(k, value)
 		if b := served.get(key); b != nil {
 			return b, nil
-		}
-		if k.AppendServedJSON != nil {
-			if b, ok := k.AppendServedJSON(nil, value); ok {
-				served.put(key, b)
-				return b, nil
-			}
 		}
 		b, err := decodedJSON(k, value)
 		if err == nil {
@@ -216,24 +215,12 @@ func spliceTypeMeta(dst []byte, gvk schema.GroupVersionKind, value []byte) []byt
 }
 
 // appendItemJSON appends itemJSON(k, value) to dst; a custom resource
-// whose served JSON is not cached and that AppendServedJSON serves is
-// written straight into dst.
+// that AppendServedJSON serves is written straight into dst.
 func appendItemJSON(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
 	if k.AppendServedJSON != nil {
-		key := servedKeyOf(k, value)
-		if b := served.get(key); b != nil {
-			return append(dst, b...), nil
-		}
 		if out, ok := k.AppendServedJSON(dst, value); ok {
-			served.put(key, bytes.Clone(out[len(dst):]))
 			return out, nil
 		}
-		b, err := decodedJSON(k, value)
-		if err != nil {
-			return dst, err
-		}
-		served.put(key, b)
-		return append(dst, b...), nil
 	}
 	item, err := itemJSON(k, value)
 	if err != nil {

@@ -170,8 +170,6 @@ type fpNode struct {
 	// propDefaults counts the properties with a default; gvkDefaults
 	// those among apiVersion and kind, which decoding always sets.
 	propDefaults, gvkDefaults int
-	// propDefault marks the properties with a default.
-	propDefault map[string]bool
 }
 
 func compileFP(s *structuralschema.Structural) *fpNode {
@@ -195,10 +193,6 @@ func compileFP(s *structuralschema.Structural) *fpNode {
 			p := s.Properties[k]
 			n.props[k] = compileFP(&p)
 			if p.Default.Object != nil {
-				if n.propDefault == nil {
-					n.propDefault = map[string]bool{}
-				}
-				n.propDefault[k] = true
 				n.propDefaults++
 				if k == "apiVersion" || k == "kind" {
 					n.gvkDefaults++
@@ -333,16 +327,19 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 		mode = pruneSkip
 	}
 	embedded := at == atRoot || (n != nil && n.embedded)
-	seen := 0
-	if at == atRoot && n != nil {
-		seen = n.gvkDefaults
-	}
-	defaultsDone := func() bool {
-		return !w.defaults || n == nil || seen == n.propDefaults
+	// seen counts the properties with a default that are present; want
+	// is how many there are (apiVersion and kind, which decoding sets,
+	// count as present).
+	seen, want := 0, 0
+	if w.defaults && n != nil {
+		want = n.propDefaults
+		if at == atRoot {
+			seen = n.gvkDefaults
+		}
 	}
 	if w.i < len(w.b) && w.b[w.i] == '}' {
 		w.i++
-		return defaultsDone()
+		return seen == want
 	}
 	var prev []byte
 	stampedRV := false
@@ -383,15 +380,15 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 		case known && mode != pruneNone && !metaSkip:
 			childMode = pruneFull
 		}
-		if w.defaults && child != nil {
-			switch {
-			case !additional && n.propDefault[string(key)]:
-				if w.isNull() && !child.nullable {
-					return false // defaulting replaces the null
-				}
-				seen++
-			case additional && child.hasDefault && !child.nullable && w.isNull():
+		if w.defaults && child != nil && child.hasDefault {
+			// A property with a default is counted as present, unless
+			// defaulting replaces its null; so is an additional
+			// property's null.
+			if w.isNull() && !child.nullable {
 				return false
+			}
+			if !additional {
+				seen++
 			}
 		}
 		if at == atRoot && string(key) == "metadata" {
@@ -421,7 +418,7 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 			w.i++
 		case '}':
 			w.i++
-			return defaultsDone()
+			return seen == want
 		default:
 			return false
 		}
