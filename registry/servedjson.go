@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"slices"
+	"sort"
 	"strconv"
 	"sync"
 
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // This file serves a stored custom resource without decoding it. A kind
@@ -76,6 +79,10 @@ func (f *servedJSON) appendServed(dst, value []byte) ([]byte, bool) {
 		return dst, false
 	}
 	if f.prune && f.servedTree != nil {
+		if len(w.edits) > 0 {
+			// The served version's pruning would come after defaulting.
+			return dst, false
+		}
 		w2 := fpWalker{b: value}
 		if !w2.root(f.servedTree, pruneFull, false) {
 			return dst, false
@@ -97,8 +104,7 @@ func (f *servedJSON) build(dst, value []byte, w *fpWalker) []byte {
 		key    string
 		member []byte
 	}{{"apiVersion", f.apiVersion}, {"kind", f.kind}}
-	a := 0
-	n := 0
+	a, n, e := 0, 0, 0
 	sep := func() {
 		if n > 0 {
 			dst = append(dst, ',')
@@ -113,7 +119,7 @@ func (f *servedJSON) build(dst, value []byte, w *fpWalker) []byte {
 		}
 		sep()
 		if m.start != w.metaMember {
-			dst = append(dst, value[m.start:m.end]...)
+			dst, e = w.appendEdited(dst, m.start, m.end, e)
 			continue
 		}
 		dst = append(dst, `"metadata":{`...)
@@ -153,6 +159,25 @@ func (f *servedJSON) build(dst, value []byte, w *fpWalker) []byte {
 	return append(dst, '}')
 }
 
+// appendEdited appends value[start:end] with the edits from w.edits[e]
+// on that fall in it, and returns the index of the next edit.
+func (w *fpWalker) appendEdited(dst []byte, start, end, e int) ([]byte, int) {
+	at := start
+	for ; e < len(w.edits) && w.edits[e].pos < end; e++ {
+		ed := &w.edits[e]
+		dst = append(dst, w.b[at:ed.pos]...)
+		if ed.commaBefore {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, ed.text...)
+		if ed.commaAfter {
+			dst = append(dst, ',')
+		}
+		at = ed.end
+	}
+	return append(dst, w.b[at:end]...), e
+}
+
 // fpNode is the part of a structural schema node that pruning and
 // defaulting look at, with the defaulted properties counted.
 type fpNode struct {
@@ -167,9 +192,18 @@ type fpNode struct {
 	// preserveUnknown and embedded are x-kubernetes-preserve-unknown-fields
 	// and x-kubernetes-embedded-resource.
 	preserveUnknown, embedded bool
-	// propDefaults counts the properties with a default; gvkDefaults
-	// those among apiVersion and kind, which decoding always sets.
-	propDefaults, gvkDefaults int
+	// defaults are the properties with a default, sorted by name.
+	defaults []fpDefault
+	// defaultJSON is the node's own default, defaulted in turn, as
+	// encoding writes it: what defaulting puts in place of a null.
+	defaultJSON []byte
+}
+
+// fpDefault is a property's default: the member defaulting adds when the
+// property is missing (`"name":value`, the value defaulted in turn).
+type fpDefault struct {
+	name   string
+	member []byte
 }
 
 func compileFP(s *structuralschema.Structural) *fpNode {
@@ -187,18 +221,32 @@ func compileFP(s *structuralschema.Structural) *fpNode {
 		n.hasAdditional = true
 		n.additional = compileFP(s.AdditionalProperties.Structural)
 	}
+	if n.hasDefault {
+		// What Default puts in place: a copy of the default, defaulted
+		// with the node's schema. A default that does not encode leaves
+		// hasDefault set and defaultJSON nil: the pass then gives up.
+		v := runtime.DeepCopyJSONValue(s.Default.Object)
+		structuraldefaulting.Default(v, s)
+		if b, err := json.Marshal(v); err == nil {
+			n.defaultJSON = b
+		}
+	}
 	if len(s.Properties) > 0 {
 		n.props = make(map[string]*fpNode, len(s.Properties))
 		for k := range s.Properties {
 			p := s.Properties[k]
-			n.props[k] = compileFP(&p)
-			if p.Default.Object != nil {
-				n.propDefaults++
-				if k == "apiVersion" || k == "kind" {
-					n.gvkDefaults++
+			c := compileFP(&p)
+			n.props[k] = c
+			if c.hasDefault {
+				var member []byte
+				if c.defaultJSON != nil {
+					member = append(strconv.AppendQuote(nil, k), ':')
+					member = append(member, c.defaultJSON...)
 				}
+				n.defaults = append(n.defaults, fpDefault{name: k, member: member})
 			}
 		}
+		sort.Slice(n.defaults, func(i, j int) bool { return n.defaults[i].name < n.defaults[j].name })
 	}
 	return n
 }
@@ -238,6 +286,8 @@ type fpWalker struct {
 	// metadata; metaMember is the start of the metadata member (-1: none).
 	top, meta  []fpMember
 	metaMember int
+	// edits are the defaults the pass adds, in the order of pos.
+	edits []fpEdit
 }
 
 // walkers keeps fpWalkers (with their member buffers) for reuse.
@@ -245,14 +295,14 @@ var walkers = sync.Pool{New: func() any { return new(fpWalker) }}
 
 // reset readies w for a walk of b.
 func (w *fpWalker) reset(b []byte, defaults bool) {
-	*w = fpWalker{b: b, defaults: defaults, top: w.top[:0], meta: w.meta[:0]}
+	*w = fpWalker{b: b, defaults: defaults, top: w.top[:0], meta: w.meta[:0], edits: w.edits[:0]}
 }
 
 // root walks the stored object. record keeps its members for build.
 func (w *fpWalker) root(n *fpNode, mode pruneMode, record bool) bool {
 	w.metaMember = -1
 	w.record = record
-	w.top, w.meta = w.top[:0], w.meta[:0]
+	w.top, w.meta, w.edits = w.top[:0], w.meta[:0], w.edits[:0]
 	if len(w.b) == 0 || w.b[0] != '{' {
 		return false
 	}
@@ -327,19 +377,19 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 		mode = pruneSkip
 	}
 	embedded := at == atRoot || (n != nil && n.embedded)
-	// seen counts the properties with a default that are present; want
-	// is how many there are (apiVersion and kind, which decoding sets,
-	// count as present).
-	seen, want := 0, 0
+	// defs are the properties with a default, merged with the sorted
+	// keys: one missing is inserted where it sorts.
+	var defs []fpDefault
 	if w.defaults && n != nil {
-		want = n.propDefaults
-		if at == atRoot {
-			seen = n.gvkDefaults
+		defs = n.defaults
+		if at == atMeta && len(defs) > 0 {
+			return false // not in sorted order; no schema defaults it
 		}
 	}
+	members := 0
 	if w.i < len(w.b) && w.b[w.i] == '}' {
 		w.i++
-		return seen == want
+		return w.insertDefaults(defs, "", w.i-1, at, members)
 	}
 	var prev []byte
 	stampedRV := false
@@ -363,6 +413,19 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 		if at == atRoot && (string(key) == "apiVersion" || string(key) == "kind") {
 			return false
 		}
+		if len(defs) > 0 {
+			i := 0
+			for i < len(defs) && defs[i].name < string(key) {
+				i++
+			}
+			if !w.insertDefaults(defs[:i], "", start, at, -1) {
+				return false
+			}
+			if i < len(defs) && defs[i].name == string(key) {
+				i++
+			}
+			defs = defs[i:]
+		}
 		var child *fpNode
 		known, additional := false, false
 		if n != nil {
@@ -380,24 +443,21 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 		case known && mode != pruneNone && !metaSkip:
 			childMode = pruneFull
 		}
-		if w.defaults && child != nil && child.hasDefault {
-			// A property with a default is counted as present, unless
-			// defaulting replaces its null; so is an additional
-			// property's null.
-			if w.isNull() && !child.nullable {
+		if w.defaults && child != nil && child.hasDefault && !child.nullable && w.isNull() {
+			// Defaulting replaces the null (a property's or an
+			// additional property's).
+			if at == atMeta || !w.replaceNull(child) {
 				return false
 			}
-			if !additional {
-				seen++
-			}
 		}
+		_ = additional
 		if at == atRoot && string(key) == "metadata" {
 			if w.i >= len(w.b) || w.b[w.i] != '{' {
 				return false
 			}
 			w.metaMember = start
-			if !w.object(child, childMode, atMeta) {
-				return false
+			if edits := len(w.edits); !w.object(child, childMode, atMeta) || len(w.edits) != edits {
+				return false // build copies metadata unedited
 			}
 		} else if !w.value(child, childMode) {
 			return false
@@ -413,16 +473,60 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 		if w.i >= len(w.b) {
 			return false
 		}
+		members++
 		switch w.b[w.i] {
 		case ',':
 			w.i++
 		case '}':
 			w.i++
-			return seen == want
+			return w.insertDefaults(defs, "", w.i-1, at, members)
 		default:
 			return false
 		}
 	}
+}
+
+// fpEdit is a change the pass makes to the stored bytes: at pos, the
+// bytes up to end (pos itself: nothing) are replaced by text, with a
+// comma before or after.
+type fpEdit struct {
+	pos, end                int
+	text                    []byte
+	commaBefore, commaAfter bool
+}
+
+// insertDefaults records the insertion of the members of defs (missing
+// properties, sorted) at pos: before a member (members -1) or at the
+// closing brace of an object with members members. apiVersion and kind
+// at the root are present (decoding sets them). Only inside the root's
+// members: at the root and in its metadata the pass gives up.
+func (w *fpWalker) insertDefaults(defs []fpDefault, _ string, pos int, at objectAt, members int) bool {
+	for _, d := range defs {
+		if at == atRoot && (d.name == "apiVersion" || d.name == "kind") {
+			continue
+		}
+		if at != inside || d.member == nil {
+			return false
+		}
+		e := fpEdit{pos: pos, end: pos, text: d.member}
+		if members < 0 {
+			e.commaAfter = true
+		} else {
+			e.commaBefore = members > 0
+			members++
+		}
+		w.edits = append(w.edits, e)
+	}
+	return true
+}
+
+// replaceNull records that the null at w.i becomes n's default.
+func (w *fpWalker) replaceNull(n *fpNode) bool {
+	if n.defaultJSON == nil {
+		return false
+	}
+	w.edits = append(w.edits, fpEdit{pos: w.i, end: w.i + len("null"), text: n.defaultJSON})
+	return true
 }
 
 func (w *fpWalker) array(n *fpNode, mode pruneMode) bool {
@@ -442,7 +546,7 @@ func (w *fpWalker) array(n *fpNode, mode pruneMode) bool {
 		return true
 	}
 	for {
-		if w.defaults && items != nil && items.hasDefault && !items.nullable && w.isNull() {
+		if w.defaults && items != nil && items.hasDefault && !items.nullable && w.isNull() && !w.replaceNull(items) {
 			return false // defaulting replaces the null
 		}
 		if !w.value(items, mode) || w.i >= len(w.b) {

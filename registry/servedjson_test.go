@@ -154,15 +154,18 @@ func TestKind_AppendServedJSON(t *testing.T) {
 		{"resourceVersion in its place", []byte(`{"metadata":{"name":"a","resourceVersion":"42","uid":"u"}}`), []*Kind{v1, v2}},
 		{"resourceVersion first and last", []byte(`{"metadata":{"resourceVersion":"42","name":"a"}}`), []*Kind{v1, v2}},
 		{"top-level key before apiVersion", storedCR(t, `{"Zeta":1,"metadata":{"name":"w"}}`), nil},
-		{"missing default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"mode":"m","nested":{"on":true}}}`), nil},
-		{"missing nested default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{}}}`), nil},
-		{"missing object default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m"}}`), nil},
-		{"null replaced by default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":null,"mode":"m","nested":{"on":true}}}`), nil},
+		{"missing default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"mode":"m","nested":{"on":true}}}`), []*Kind{v1}},
+		{"missing defaults before, between and after keys", storedCR(t, `{"metadata":{"name":"w"},"spec":{"name":"n","tags":[]}}`), []*Kind{v1}},
+		{"empty spec", storedCR(t, `{"metadata":{"name":"w"},"spec":{}}`), []*Kind{v1}},
+		{"missing defaults and a pruned field", storedCR(t, `{"metadata":{"name":"w"},"spec":{"gone":1}}`), nil},
+		{"missing nested default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{}}}`), []*Kind{v1}},
+		{"missing object default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m"}}`), []*Kind{v1}},
+		{"null replaced by default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":null,"mode":"m","nested":{"on":true}}}`), []*Kind{v1}},
 		{"nullable null kept", storedCR(t, `{"metadata":{"name":"w"},"spec":{"mode":null,"size":1,"nested":{"on":true}}}`), []*Kind{v1}},
-		{"null item defaulted", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"tags":["a",null]}}`), nil},
-		{"null additional property defaulted", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"labels":{"a":null}}}`), nil},
-		{"missing item default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"list":[{"k":"a"}]}}`), nil},
-		{"missing embedded default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"template":{"spec":{}}}}`), nil},
+		{"null item defaulted", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"tags":["a",null]}}`), []*Kind{v1}},
+		{"null additional property defaulted", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"labels":{"a":null}}}`), []*Kind{v1}},
+		{"missing item default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"list":[{"k":"a"}]}}`), []*Kind{v1}},
+		{"missing embedded default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"template":{"spec":{}}}}`), []*Kind{v1}},
 		{"unknown field pruned", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"gone":1}}`), nil},
 		{"unknown top-level field pruned", storedCR(t, `{"metadata":{"name":"w"},"other":{}}`), nil},
 		{"unknown field in a known field under preserve-unknown", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"free":{"known":{"b":1}}}}`), nil},
@@ -255,6 +258,7 @@ func FuzzKind_AppendServedJSON(f *testing.F) {
 	f.Add(storedCR(f, fullWidget))
 	f.Add(storedCR(f, `{"metadata":{"name":"w"},"spec":{"size":3,"nested":{"on":true}}}`))
 	f.Add([]byte(`{"metadata":{"resourceVersion":"42","name":"a\u2028b"},"spec":{"size":1e2}}`))
+	f.Add(storedCR(f, `{"metadata":{"name":"w"},"spec":{"labels":{"a":null},"list":[{"k":"a"}],"name":"n","tags":[null]}}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
 		for _, k := range kinds {
 			got, ok := k.AppendServedJSON(nil, value)
