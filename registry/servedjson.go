@@ -310,6 +310,14 @@ func (w *fpWalker) root(n *fpNode, mode pruneMode, record bool) bool {
 }
 
 func (w *fpWalker) value(n *fpNode, mode pruneMode) bool {
+	if n == nil && mode != pruneFull {
+		return w.plain()
+	}
+	return w.scalarOr(n, mode)
+}
+
+// scalarOr walks a value with a schema or under pruning.
+func (w *fpWalker) scalarOr(n *fpNode, mode pruneMode) bool {
 	if w.i >= len(w.b) {
 		return false
 	}
@@ -330,6 +338,64 @@ func (w *fpWalker) value(n *fpNode, mode pruneMode) bool {
 		return w.number()
 	}
 	return false
+}
+
+// plain walks a value that neither pruning nor defaulting looks into
+// (no schema, nothing pruned): it need only be as encoding writes it.
+func (w *fpWalker) plain() bool {
+	if w.i >= len(w.b) {
+		return false
+	}
+	switch w.b[w.i] {
+	case '{':
+		w.i++
+		if w.i < len(w.b) && w.b[w.i] == '}' {
+			w.i++
+			return true
+		}
+		var prev []byte
+		for {
+			key, ok := w.key()
+			if !ok || w.i >= len(w.b) || w.b[w.i] != ':' || (prev != nil && bytes.Compare(prev, key) >= 0) {
+				return false
+			}
+			prev = key
+			w.i++
+			if !w.plain() || w.i >= len(w.b) {
+				return false
+			}
+			switch w.b[w.i] {
+			case ',':
+				w.i++
+			case '}':
+				w.i++
+				return true
+			default:
+				return false
+			}
+		}
+	case '[':
+		w.i++
+		if w.i < len(w.b) && w.b[w.i] == ']' {
+			w.i++
+			return true
+		}
+		for {
+			if !w.plain() || w.i >= len(w.b) {
+				return false
+			}
+			switch w.b[w.i] {
+			case ',':
+				w.i++
+			case ']':
+				w.i++
+				return true
+			default:
+				return false
+			}
+		}
+	}
+	return w.scalarOr(nil, pruneNone)
 }
 
 func (w *fpWalker) literal(lit string) bool {
