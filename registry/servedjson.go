@@ -455,7 +455,7 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 	members := 0
 	if w.i < len(w.b) && w.b[w.i] == '}' {
 		w.i++
-		return w.insertDefaults(defs, "", w.i-1, at, members)
+		return w.insertDefaults(defs, w.i-1, at, members)
 	}
 	var prev []byte
 	stampedRV := false
@@ -484,7 +484,7 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 			for i < len(defs) && defs[i].name < string(key) {
 				i++
 			}
-			if !w.insertDefaults(defs[:i], "", start, at, -1) {
+			if !w.insertDefaults(defs[:i], start, at, -1) {
 				return false
 			}
 			if i < len(defs) && defs[i].name == string(key) {
@@ -493,12 +493,12 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 			defs = defs[i:]
 		}
 		var child *fpNode
-		known, additional := false, false
+		known := false
 		if n != nil {
 			if p, ok := n.props[string(key)]; ok {
 				child, known = p, true
 			} else if n.hasAdditional {
-				child, known, additional = n.additional, true, true
+				child, known = n.additional, true
 			}
 		}
 		metaSkip := embedded && isMetaField(key)
@@ -516,7 +516,6 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 				return false
 			}
 		}
-		_ = additional
 		if at == atRoot && string(key) == "metadata" {
 			if w.i >= len(w.b) || w.b[w.i] != '{' {
 				return false
@@ -545,7 +544,7 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 			w.i++
 		case '}':
 			w.i++
-			return w.insertDefaults(defs, "", w.i-1, at, members)
+			return w.insertDefaults(defs, w.i-1, at, members)
 		default:
 			return false
 		}
@@ -566,7 +565,7 @@ type fpEdit struct {
 // closing brace of an object with members members. apiVersion and kind
 // at the root are present (decoding sets them). Only inside the root's
 // members: at the root and in its metadata the pass gives up.
-func (w *fpWalker) insertDefaults(defs []fpDefault, _ string, pos int, at objectAt, members int) bool {
+func (w *fpWalker) insertDefaults(defs []fpDefault, pos int, at objectAt, members int) bool {
 	for _, d := range defs {
 		if at == atRoot && (d.name == "apiVersion" || d.name == "kind") {
 			continue
