@@ -13,7 +13,8 @@ import (
 )
 
 // TestCustomResource_ReadsAcrossSchemaChanges: objects written under
-// three successive schemas of one kind read, through GET, LIST and WATCH,
+// three successive schemas of one kind read, through GET, LIST and WATCH
+// (of the storage version, and of a second version the last adds),
 // with the defaults of the schema served now and without the fields it
 // dropped, whether they were written before or after each change, before
 // and after a restart. Every answer is the same bytes for the same object
@@ -21,7 +22,7 @@ import (
 // object spells it (sorted keys, no white space), as kube-apiserver's are.
 func TestCustomResource_ReadsAcrossSchemaChanges(t *testing.T) {
 	dir := t.TempDir()
-	schema := func(n int, props string) string {
+	schema := func(n int, props, versions string) string {
 		path := filepath.Join(dir, fmt.Sprintf("crd-%d.yaml", n))
 		doc := `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -41,15 +42,17 @@ spec:
           spec:
             type: object
             properties:
-` + props
+` + props + versions
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		return path
 	}
-	s1 := schema(1, "              size: {type: integer, default: 1}\n              old: {type: string}\n")
-	s2 := schema(2, "              size: {type: integer, default: 1}\n              color: {type: string, default: blue}\n")
-	s3 := schema(3, "              size: {type: integer, default: 2}\n              color: {type: string, default: red}\n              shape: {type: string, default: round}\n")
+	s1 := schema(1, "              size: {type: integer, default: 1}\n              old: {type: string}\n", "")
+	s2 := schema(2, "              size: {type: integer, default: 1}\n              color: {type: string, default: blue}\n", "")
+	// s3 also serves v1beta1, read from the same stored objects.
+	s3 := schema(3, "              size: {type: integer, default: 2}\n              color: {type: string, default: red}\n              shape: {type: string, default: round}\n",
+		"  - name: v1beta1\n    served: true\n    storage: false\n    schema:\n      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}\n")
 
 	const crd = "gizmos.reads.example.org"
 	base := "/apis/reads.example.org/v1/namespaces/cr-reads/gizmos"
@@ -98,8 +101,11 @@ spec:
 		"b": `{"color":"blue","shape":"round","size":1}`, // blue was stored
 		"c": `{"color":"red","shape":"round","size":2}`,
 	}
+	beta := strings.Replace(base, "/v1/", "/v1beta1/", 1)
 	wantReads(t, d, base, want)
+	wantReads(t, d, beta, want)
 	restart("c", want["c"])
+	wantReads(t, d, beta, want)
 	wantReads(t, d, base, want)
 }
 

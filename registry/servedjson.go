@@ -79,7 +79,7 @@ func (f *servedJSON) appendServed(dst, value []byte) ([]byte, bool) {
 		return dst, false
 	}
 	if f.prune && f.servedTree != nil {
-		if len(w.edits) > 0 {
+		if len(w.edits) > 0 || w.dropped {
 			// The served version's pruning would come after defaulting.
 			return dst, false
 		}
@@ -163,9 +163,28 @@ func (f *servedJSON) build(dst, value []byte, w *fpWalker) []byte {
 // on that fall in it, and returns the index of the next edit.
 func (w *fpWalker) appendEdited(dst []byte, start, end, e int) ([]byte, int) {
 	at := start
-	for ; e < len(w.edits) && w.edits[e].pos < end; e++ {
+	for e < len(w.edits) && w.edits[e].pos < end {
 		ed := &w.edits[e]
+		e++
 		dst = append(dst, w.b[at:ed.pos]...)
+		at = ed.end
+		if ed.rewrite {
+			// The object's members as the parts say, with the edits
+			// inside the kept ones.
+			dst = append(dst, '{')
+			for i, p := range ed.parts {
+				if i > 0 {
+					dst = append(dst, ',')
+				}
+				if p.text != nil {
+					dst = append(dst, p.text...)
+				} else {
+					dst, e = w.appendEdited(dst, p.start, p.end, e)
+				}
+			}
+			dst = append(dst, '}')
+			continue
+		}
 		if ed.commaBefore {
 			dst = append(dst, ',')
 		}
@@ -173,7 +192,6 @@ func (w *fpWalker) appendEdited(dst []byte, start, end, e int) ([]byte, int) {
 		if ed.commaAfter {
 			dst = append(dst, ',')
 		}
-		at = ed.end
 	}
 	return append(dst, w.b[at:end]...), e
 }
@@ -286,8 +304,13 @@ type fpWalker struct {
 	// metadata; metaMember is the start of the metadata member (-1: none).
 	top, meta  []fpMember
 	metaMember int
-	// edits are the defaults the pass adds, in the order of pos.
+	// edits are the defaults the pass adds and the objects it prunes,
+	// in the order of pos.
 	edits []fpEdit
+	// spans are the members of the objects being walked (a stack).
+	spans []fpSpan
+	// dropped: pruning drops a root member.
+	dropped bool
 }
 
 // walkers keeps fpWalkers (with their member buffers) for reuse.
@@ -295,14 +318,14 @@ var walkers = sync.Pool{New: func() any { return new(fpWalker) }}
 
 // reset readies w for a walk of b.
 func (w *fpWalker) reset(b []byte, defaults bool) {
-	*w = fpWalker{b: b, defaults: defaults, top: w.top[:0], meta: w.meta[:0], edits: w.edits[:0]}
+	*w = fpWalker{b: b, defaults: defaults, top: w.top[:0], meta: w.meta[:0], edits: w.edits[:0], spans: w.spans[:0]}
 }
 
 // root walks the stored object. record keeps its members for build.
 func (w *fpWalker) root(n *fpNode, mode pruneMode, record bool) bool {
 	w.metaMember = -1
 	w.record = record
-	w.top, w.meta, w.edits = w.top[:0], w.meta[:0], w.edits[:0]
+	w.top, w.meta, w.edits, w.spans = w.top[:0], w.meta[:0], w.edits[:0], w.spans[:0]
 	if len(w.b) == 0 || w.b[0] != '{' {
 		return false
 	}
@@ -436,6 +459,7 @@ const (
 // root and of its metadata are kept.
 func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 	w.i++
+	obj := w.i
 	if n == nil && mode == pruneSkip {
 		mode = pruneNone
 	}
@@ -455,8 +479,11 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 	members := 0
 	if w.i < len(w.b) && w.b[w.i] == '}' {
 		w.i++
-		return w.insertDefaults(defs, w.i-1, at, members)
+		return w.insertDefaults(defs, w.i-1, at, members, obj)
 	}
+	// base and mark are where this object's spans and edits start.
+	base, mark := len(w.spans), len(w.edits)
+	pruned := false
 	var prev []byte
 	stampedRV := false
 	for first := true; ; first = false {
@@ -484,7 +511,7 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 			for i < len(defs) && defs[i].name < string(key) {
 				i++
 			}
-			if !w.insertDefaults(defs[:i], start, at, -1) {
+			if !w.insertDefaults(defs[:i], start, at, -1, obj) {
 				return false
 			}
 			if i < len(defs) && defs[i].name == string(key) {
@@ -503,9 +530,15 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 		}
 		metaSkip := embedded && isMetaField(key)
 		childMode := pruneNone
+		drop := false
 		switch {
 		case !known && mode == pruneFull && !metaSkip:
-			return false // pruning drops the field
+			// Pruning drops the field: the walk that builds the
+			// answer leaves it out, the other gives up.
+			if !w.record || at == atMeta {
+				return false
+			}
+			drop = true
 		case known && mode != pruneNone && !metaSkip:
 			childMode = pruneFull
 		}
@@ -524,10 +557,21 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 			if edits := len(w.edits); !w.object(child, childMode, atMeta) || len(w.edits) != edits {
 				return false // build copies metadata unedited
 			}
+		} else if drop {
+			if !w.plain() {
+				return false
+			}
+			if at == atRoot {
+				w.dropped = true
+			}
 		} else if !w.value(child, childMode) {
 			return false
 		}
-		if w.record && at != inside {
+		if at == inside && w.record {
+			w.spans = append(w.spans, fpSpan{start: start, end: w.i, dropped: drop})
+			pruned = pruned || drop
+		}
+		if w.record && at != inside && !drop {
 			m := fpMember{key: [2]int{start + 1, start + 1 + len(key)}, start: start, end: w.i}
 			if at == atRoot {
 				w.top = append(w.top, m)
@@ -544,11 +588,48 @@ func (w *fpWalker) object(n *fpNode, mode pruneMode, at objectAt) bool {
 			w.i++
 		case '}':
 			w.i++
-			return w.insertDefaults(defs, w.i-1, at, members)
+			if !w.insertDefaults(defs, w.i-1, at, members, obj) {
+				return false
+			}
+			if pruned {
+				w.rewrite(obj-1, w.i, base, mark)
+			}
+			w.spans = w.spans[:base]
+			return true
 		default:
 			return false
 		}
 	}
+}
+
+// rewrite replaces the edits of the object at [start, end) that add
+// members to it (from w.edits[mark:]) by one that writes it as parts:
+// the members in w.spans[base:] that pruning keeps, and those added, in
+// order. The edits inside kept members stay, after it.
+func (w *fpWalker) rewrite(start, end, base, mark int) {
+	obj := start + 1
+	var own, inner []fpEdit
+	for _, e := range w.edits[mark:] {
+		if e.obj == obj {
+			own = append(own, e)
+		} else {
+			inner = append(inner, e)
+		}
+	}
+	var parts []fpPart
+	o := 0
+	for _, sp := range w.spans[base:] {
+		for ; o < len(own) && own[o].pos <= sp.start; o++ {
+			parts = append(parts, fpPart{text: own[o].text})
+		}
+		if !sp.dropped {
+			parts = append(parts, fpPart{start: sp.start, end: sp.end})
+		}
+	}
+	for ; o < len(own); o++ {
+		parts = append(parts, fpPart{text: own[o].text})
+	}
+	w.edits = append(append(w.edits[:mark], fpEdit{pos: start, end: end, rewrite: true, parts: parts}), inner...)
 }
 
 // fpEdit is a change the pass makes to the stored bytes: at pos, the
@@ -558,6 +639,27 @@ type fpEdit struct {
 	pos, end                int
 	text                    []byte
 	commaBefore, commaAfter bool
+	// obj is the offset after the '{' of the object whose member text
+	// is (0: a value's replacement).
+	obj int
+	// rewrite: the object at pos (to end) is written as parts, the
+	// members kept and those added, in order: pruning dropped some.
+	rewrite bool
+	parts   []fpPart
+}
+
+// fpPart is a member of a rewritten object: stored bytes [start, end)
+// (with the edits in them), or text.
+type fpPart struct {
+	start, end int
+	text       []byte
+}
+
+// fpSpan is a member of an object being walked, and whether pruning drops
+// it.
+type fpSpan struct {
+	start, end int
+	dropped    bool
 }
 
 // insertDefaults records the insertion of the members of defs (missing
@@ -565,7 +667,7 @@ type fpEdit struct {
 // closing brace of an object with members members. apiVersion and kind
 // at the root are present (decoding sets them). Only inside the root's
 // members: at the root and in its metadata the pass gives up.
-func (w *fpWalker) insertDefaults(defs []fpDefault, pos int, at objectAt, members int) bool {
+func (w *fpWalker) insertDefaults(defs []fpDefault, pos int, at objectAt, members, obj int) bool {
 	for _, d := range defs {
 		if at == atRoot && (d.name == "apiVersion" || d.name == "kind") {
 			continue
@@ -573,7 +675,7 @@ func (w *fpWalker) insertDefaults(defs []fpDefault, pos int, at objectAt, member
 		if at != inside || d.member == nil {
 			return false
 		}
-		e := fpEdit{pos: pos, end: pos, text: d.member}
+		e := fpEdit{pos: pos, end: pos, text: d.member, obj: obj}
 		if members < 0 {
 			e.commaAfter = true
 		} else {

@@ -153,11 +153,17 @@ func TestKind_AppendServedJSON(t *testing.T) {
 		{"empty metadata", []byte(`{"metadata":{"resourceVersion":"42"}}`), []*Kind{v1, v2}},
 		{"resourceVersion in its place", []byte(`{"metadata":{"name":"a","resourceVersion":"42","uid":"u"}}`), []*Kind{v1, v2}},
 		{"resourceVersion first and last", []byte(`{"metadata":{"resourceVersion":"42","name":"a"}}`), []*Kind{v1, v2}},
-		{"top-level key before apiVersion", storedCR(t, `{"Zeta":1,"metadata":{"name":"w"}}`), nil},
+		{"top-level key before apiVersion", storedCR(t, `{"Zeta":1,"metadata":{"name":"w"}}`), []*Kind{v1}},
 		{"missing default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"mode":"m","nested":{"on":true}}}`), []*Kind{v1}},
 		{"missing defaults before, between and after keys", storedCR(t, `{"metadata":{"name":"w"},"spec":{"name":"n","tags":[]}}`), []*Kind{v1}},
 		{"empty spec", storedCR(t, `{"metadata":{"name":"w"},"spec":{}}`), []*Kind{v1}},
-		{"missing defaults and a pruned field", storedCR(t, `{"metadata":{"name":"w"},"spec":{"gone":1}}`), nil},
+		{"missing defaults and a pruned field", storedCR(t, `{"metadata":{"name":"w"},"spec":{"gone":1}}`), []*Kind{v1}},
+		{"pruned first, last and between, defaults added", storedCR(t, `{"metadata":{"name":"w"},"spec":{"a0":1,"labels":{},"mode":"m","nested":{"on":true,"zz":[1]},"q":"x","size":2,"z1":{"a":1},"z2":null}}`), []*Kind{v1}},
+		{"every member pruned", storedCR(t, `{"metadata":{"name":"w"},"spec":{"mode":"m","nested":{"on":true},"size":1,"template":{"spec":{"x":3},"zz":1}}}`), []*Kind{v1}},
+		{"pruned where a default goes", storedCR(t, `{"metadata":{"name":"w"},"spec":{"mod":1,"nested":{"o":1},"size":1}}`), []*Kind{v1}},
+		{"pruned object left empty", storedCR(t, `{"metadata":{"name":"w"},"spec":{"mode":"m","nested":{"on":true},"size":1,"list":[{"zz":1},{"k":"a","v":1,"zz":2}]}}`), []*Kind{v1}},
+		{"pruned and a null defaulted", storedCR(t, `{"metadata":{"name":"w"},"spec":{"gone":1,"mode":"m","nested":{"on":true},"size":null}}`), []*Kind{v1}},
+		{"pruned at the root and inside", storedCR(t, `{"metadata":{"name":"w"},"other":1,"spec":{"gone":1,"mode":"m","nested":{"on":true},"size":1},"zzz":{}}`), []*Kind{v1}},
 		{"missing nested default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{}}}`), []*Kind{v1}},
 		{"missing object default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m"}}`), []*Kind{v1}},
 		{"null replaced by default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":null,"mode":"m","nested":{"on":true}}}`), []*Kind{v1}},
@@ -166,11 +172,11 @@ func TestKind_AppendServedJSON(t *testing.T) {
 		{"null additional property defaulted", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"labels":{"a":null}}}`), []*Kind{v1}},
 		{"missing item default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"list":[{"k":"a"}]}}`), []*Kind{v1}},
 		{"missing embedded default", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"template":{"spec":{}}}}`), []*Kind{v1}},
-		{"unknown field pruned", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"gone":1}}`), nil},
-		{"unknown top-level field pruned", storedCR(t, `{"metadata":{"name":"w"},"other":{}}`), nil},
-		{"unknown field in a known field under preserve-unknown", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"free":{"known":{"b":1}}}}`), nil},
-		{"unknown field in an array item", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"list":[{"k":"a","v":1,"z":2}]}}`), nil},
-		{"unknown field in an embedded resource", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"template":{"spec":{"x":1},"zz":1}}}`), nil},
+		{"unknown field pruned", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"gone":1}}`), []*Kind{v1}},
+		{"unknown top-level field pruned", storedCR(t, `{"metadata":{"name":"w"},"other":{}}`), []*Kind{v1}},
+		{"unknown field in a known field under preserve-unknown", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"free":{"known":{"b":1}}}}`), []*Kind{v1}},
+		{"unknown field in an array item", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"list":[{"k":"a","v":1,"z":2}]}}`), []*Kind{v1}},
+		{"unknown field in an embedded resource", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"template":{"spec":{"x":1},"zz":1}}}`), []*Kind{v1}},
 		{"field of v1 only", storedCR(t, `{"metadata":{"name":"w"},"spec":{"size":1,"mode":"m","nested":{"on":true},"ratio":2}}`), []*Kind{v1}},
 		{"white space", []byte(`{"metadata":{"resourceVersion":"42", "name":"w"}}`), nil},
 		{"keys out of order", []byte(`{"status":{},"metadata":{"resourceVersion":"42","name":"w"}}`), nil},
@@ -259,6 +265,7 @@ func FuzzKind_AppendServedJSON(f *testing.F) {
 	f.Add(storedCR(f, `{"metadata":{"name":"w"},"spec":{"size":3,"nested":{"on":true}}}`))
 	f.Add([]byte(`{"metadata":{"resourceVersion":"42","name":"a\u2028b"},"spec":{"size":1e2}}`))
 	f.Add(storedCR(f, `{"metadata":{"name":"w"},"spec":{"labels":{"a":null},"list":[{"k":"a"}],"name":"n","tags":[null]}}`))
+	f.Add(storedCR(f, `{"metadata":{"name":"w"},"other":1,"spec":{"a0":1,"list":[{"zz":1},{"k":"a","zz":2}],"mod":1,"nested":{"o":1},"z1":{"a":1}}}`))
 	f.Fuzz(func(t *testing.T, value []byte) {
 		for _, k := range kinds {
 			got, ok := k.AppendServedJSON(nil, value)
