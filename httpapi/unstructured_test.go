@@ -60,16 +60,16 @@ func testCRKind(t *testing.T) *registry.Kind {
 }
 
 // TestObjectJSON_ServedCache: a custom resource read through FromStorage
-// (pruning and defaults on read) that AppendServedJSON cannot serve (it
-// holds a field the schema drops) is served from the cache the second
-// time, with the same bytes; another stored value is not confused with
-// it.
+// (pruning and defaults on read) that AppendServedJSON cannot serve (its
+// stored bytes are not spelled as encoding spells them: white space) is
+// served from the cache the second time, with the same bytes; another
+// stored value is not confused with it.
 func TestObjectJSON_ServedCache(t *testing.T) {
 	k := testCRKind(t)
 	if k.FromStorage == nil {
 		t.Fatal("the CronTab kind has no FromStorage; the test needs one")
 	}
-	value := []byte(`{"metadata":{"name":"a","resourceVersion":"5"},"spec":{"gone":1,"image":"i"}}`)
+	value := []byte(`{"metadata":{"name":"a","resourceVersion":"5"}, "spec":{"gone":1,"image":"i"}}`)
 	first, err := objectJSON(k, value)
 	if err != nil {
 		t.Fatal(err)
@@ -85,19 +85,19 @@ func TestObjectJSON_ServedCache(t *testing.T) {
 	if &second[0] != &first[0] {
 		t.Errorf("second objectJSON did not come from the cache")
 	}
-	other, _ := objectJSON(k, []byte(`{"metadata":{"name":"a","resourceVersion":"6"},"spec":{"gone":1,"image":"i"}}`))
+	other, _ := objectJSON(k, []byte(`{"metadata":{"name":"a","resourceVersion":"6"}, "spec":{"gone":1,"image":"i"}}`))
 	if string(other) == want {
 		t.Errorf("another stored value was served as the first")
 	}
 }
 
 // TestObjectJSON_DecodeFree: a custom resource that AppendServedJSON
-// serves (it lacks defaults, nothing to prune) is answered with the bytes
+// serves (it lacks defaults and holds a field the schema drops) is answered with the bytes
 // decoding gives, by GET and as a list item, and is not kept in the
 // cache.
 func TestObjectJSON_DecodeFree(t *testing.T) {
 	k := testCRKind(t)
-	value := []byte(`{"metadata":{"name":"b","resourceVersion":"7"},"spec":{"image":"i"}}`)
+	value := []byte(`{"metadata":{"name":"b","resourceVersion":"7"},"spec":{"gone":1,"image":"i"}}`)
 	obj, err := k.DecodeStored(value)
 	if err != nil {
 		t.Fatal(err)
