@@ -20,18 +20,21 @@ import (
 // version's, and encoded again (about 35 µs for a 1 KB object, ten times
 // the splice of stored bytes). Most stored objects come out of that
 // unchanged: they were written under the current schema, so pruning and
-// defaulting already happened on write. servedJSON proves that for one
-// stored value by a single pass over its bytes, and then builds the
-// answer from them: the bytes of the encoded object with kind and
-// apiVersion, exactly as decoding and encoding would give them. Whatever it
-// cannot prove (an object from before the schema changed, a field the
-// schema drops, a missing default, JSON that encoding would spell
-// otherwise) it leaves to the decoding path. No record of when the schema
-// changed is needed, so a write that started under an older schema and
-// committed after the change is judged by its bytes like any other.
+// defaulting already happened on write; the others mostly lack a default
+// the schema gained or hold a field it dropped. servedJSON works out, in
+// a single pass over one stored value's bytes, what reading it from
+// storage changes (defaults to add, nulls defaulting replaces, fields
+// pruning drops), and builds the answer from the bytes with those
+// changes: the encoded object with kind and apiVersion, exactly as
+// decoding and encoding would give it. Whatever it cannot work out (JSON
+// that encoding would spell otherwise, a default at the root, changes
+// that the served version's pruning would act on) it leaves to the
+// decoding path. No record of when the schema changed is needed, so a
+// write that started under an older schema and committed after the change
+// is judged by its bytes like any other.
 
 // servedJSON is the decode-free read of one served version of a custom
-// resource kind (Kind.ServedJSON).
+// resource kind (Kind.AppendServedJSON).
 type servedJSON struct {
 	// storage and served are the structural schemas of the storage
 	// version and of the served version (served nil when the same, or
@@ -61,8 +64,8 @@ func newServedJSON(storage, served *structuralschema.Structural, prune bool, gro
 // appendServed appends to dst the JSON that decoding value (stored bytes:
 // no kind or apiVersion, metadata.resourceVersion stamped first in
 // metadata), reading it from storage and encoding it would give, and
-// reports true; or reports false, dst unchanged, when it cannot prove that
-// reading from storage leaves the object as it is.
+// reports true; or reports false, dst unchanged, when it cannot work that
+// out from the bytes.
 func (f *servedJSON) appendServed(dst, value []byte) ([]byte, bool) {
 	f.once.Do(func() {
 		f.storageTree = compileFP(f.storage)
@@ -289,12 +292,12 @@ type fpMember struct {
 	start, end int
 }
 
-// fpWalker checks that one JSON value is a fixed point of reading from
-// storage: of pruning with the schema (and of defaulting, with defaults)
-// as apiextensions-apiserver's structural pruning and defaulting do them,
-// and of decoding and encoding (no white space, map keys in sorted order,
-// numbers and strings spelled as encoding/json spells what decoding them
-// gives). Any doubt is a no.
+// fpWalker walks one stored value and records what reading it from
+// storage changes: pruning with the schema (and defaulting, with defaults)
+// as apiextensions-apiserver's structural pruning and defaulting do them
+// (edits). It checks that decoding and encoding change nothing (no white
+// space, map keys in sorted order, numbers and strings spelled as
+// encoding/json spells what decoding them gives). Any doubt is a no.
 type fpWalker struct {
 	b        []byte
 	i        int
