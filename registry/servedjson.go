@@ -200,7 +200,7 @@ func (w *fpWalker) appendEdited(dst []byte, start, end, e int) ([]byte, int) {
 }
 
 // fpNode is the part of a structural schema node that pruning and
-// defaulting look at, with the defaulted properties counted.
+// defaulting look at, with the defaults encoded.
 type fpNode struct {
 	props map[string]*fpNode
 	// additional is additionalProperties (hasAdditional), which may be
