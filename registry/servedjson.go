@@ -72,7 +72,10 @@ func (f *servedJSON) appendServed(dst, value []byte) ([]byte, bool) {
 		f.servedTree = compileFP(f.served)
 	})
 	w := walkers.Get().(*fpWalker)
-	defer walkers.Put(w)
+	defer func() {
+		w.reset(nil, false) // keep no reference to value
+		walkers.Put(w)
+	}()
 	mode := pruneFull
 	if !f.prune || f.storage == nil {
 		mode = pruneNone
@@ -92,9 +95,7 @@ func (f *servedJSON) appendServed(dst, value []byte) ([]byte, bool) {
 		}
 	}
 	dst = slices.Grow(dst, len(value)+len(f.apiVersion)+len(f.kind)+4)
-	dst = f.build(dst, value, w)
-	w.reset(nil, false)
-	return dst, true
+	return f.build(dst, value, w), true
 }
 
 // build writes the object's members in the order encoding a map gives
@@ -321,6 +322,7 @@ var walkers = sync.Pool{New: func() any { return new(fpWalker) }}
 
 // reset readies w for a walk of b.
 func (w *fpWalker) reset(b []byte, defaults bool) {
+	clear(w.edits) // their parts
 	*w = fpWalker{b: b, defaults: defaults, top: w.top[:0], meta: w.meta[:0], edits: w.edits[:0], spans: w.spans[:0]}
 }
 
