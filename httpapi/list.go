@@ -366,8 +366,13 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 		return s.writeTyped(c, http.StatusOK, r.rep, list)
 	}
 	size := 128
+	perItem := 1
+	if k.Unstructured {
+		// Custom resource items carry kind and apiVersion.
+		perItem += len(`{"kind":"","apiVersion":""}`) + len(k.GVK.Kind) + len(k.GVK.GroupVersion().String())
+	}
 	for i := range objs {
-		size += len(objs[i].Value) + 1
+		size += len(objs[i].Value) + perItem
 	}
 	buf := make([]byte, 0, size)
 	buf = append(buf, `{"kind":`...)
@@ -385,11 +390,9 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		item, err := itemJSON(k, objs[i].Value)
-		if err != nil {
+		if buf, err = appendItemJSON(buf, k, objs[i].Value); err != nil {
 			return s.writeError(c, err)
 		}
-		buf = append(buf, item...)
 	}
 	buf = append(buf, "]}"...)
 	if r.rep.enc == encProtobuf {

@@ -293,15 +293,11 @@ func (e *jsonListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 }
 
 func (e *jsonListEncoder) item(dst, value []byte) ([]byte, error) {
-	item, err := itemJSON(e.kind, value)
-	if err != nil {
-		return dst, err
-	}
 	if e.n > 0 {
 		dst = append(dst, ',')
 	}
 	e.n++
-	return append(dst, item...), nil
+	return appendItemJSON(dst, e.kind, value)
 }
 
 func (e *jsonListEncoder) end(dst []byte) []byte { return append(dst, "]}"...) }

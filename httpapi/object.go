@@ -164,26 +164,36 @@ func summarizeData(data []byte, maxLength int) string {
 // with kind and apiVersion spliced in front, or a conversion for kinds
 // stored in another version.
 func objectJSON(k *registry.Kind, value []byte) ([]byte, error) {
-	if k.FromStorage != nil {
-		var key servedKey
-		if k.Unstructured {
-			// See servedCache. The result is shared and read-only.
-			key = servedKeyOf(k, value)
-			if b := served.get(key); b != nil {
+	if k.FromStorage != nil && k.Unstructured {
+		if k.AppendServedJSON != nil {
+			if b, ok := k.AppendServedJSON(nil, value); ok {
 				return b, nil
 			}
 		}
-		obj, err := k.DecodeStored(value)
-		if err != nil {
-			return nil, err
+		// See servedCache. The result is shared and read-only.
+		key := servedKeyOf(k, value)
+		if b := served.get(key); b != nil {
+			return b, nil
 		}
-		b, err := json.Marshal(obj)
-		if err == nil && k.Unstructured {
+		b, err := decodedJSON(k, value)
+		if err == nil {
 			served.put(key, b)
 		}
 		return b, err
 	}
+	if k.FromStorage != nil {
+		return decodedJSON(k, value)
+	}
 	return spliceTypeMeta(nil, k.GVK, value), nil
+}
+
+// decodedJSON is the JSON of a stored object decoded and converted.
+func decodedJSON(k *registry.Kind, value []byte) ([]byte, error) {
+	obj, err := k.DecodeStored(value)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
 }
 
 // spliceTypeMeta appends value to dst with kind and apiVersion inserted as
@@ -202,6 +212,21 @@ func spliceTypeMeta(dst []byte, gvk schema.GroupVersionKind, value []byte) []byt
 		return append(dst, rest...)
 	}
 	return append(dst, '}')
+}
+
+// appendItemJSON appends itemJSON(k, value) to dst; a custom resource
+// that AppendServedJSON serves is written straight into dst.
+func appendItemJSON(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
+	if k.AppendServedJSON != nil {
+		if out, ok := k.AppendServedJSON(dst, value); ok {
+			return out, nil
+		}
+	}
+	item, err := itemJSON(k, value)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, item...), nil
 }
 
 // itemJSON returns the JSON of a stored object as a list item (no kind or

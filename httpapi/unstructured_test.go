@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,14 +60,16 @@ func testCRKind(t testing.TB) *registry.Kind {
 }
 
 // TestObjectJSON_ServedCache: a custom resource read through FromStorage
-// (defaults on read) is served from the cache the second time, with the
-// same bytes; another stored value is not confused with it.
+// (pruning and defaults on read) that AppendServedJSON cannot serve (its
+// stored bytes are not spelled as encoding spells them: white space) is
+// served from the cache the second time, with the same bytes; another
+// stored value is not confused with it.
 func TestObjectJSON_ServedCache(t *testing.T) {
 	k := testCRKind(t)
 	if k.FromStorage == nil {
 		t.Fatal("the CronTab kind has no FromStorage; the test needs one")
 	}
-	value := []byte(`{"metadata":{"name":"a","resourceVersion":"5"},"spec":{"image":"i"}}`)
+	value := []byte(`{"metadata":{"name":"a","resourceVersion":"5"}, "spec":{"gone":1,"image":"i"}}`)
 	first, err := objectJSON(k, value)
 	if err != nil {
 		t.Fatal(err)
@@ -81,9 +85,37 @@ func TestObjectJSON_ServedCache(t *testing.T) {
 	if &second[0] != &first[0] {
 		t.Errorf("second objectJSON did not come from the cache")
 	}
-	other, _ := objectJSON(k, []byte(`{"metadata":{"name":"a","resourceVersion":"6"},"spec":{"image":"i"}}`))
+	other, _ := objectJSON(k, []byte(`{"metadata":{"name":"a","resourceVersion":"6"}, "spec":{"gone":1,"image":"i"}}`))
 	if string(other) == want {
 		t.Errorf("another stored value was served as the first")
+	}
+}
+
+// TestObjectJSON_DecodeFree: a custom resource that AppendServedJSON
+// serves (it lacks defaults and holds a field the schema drops) is answered with the bytes
+// decoding gives, by GET and as a list item, and is not kept in the
+// cache.
+func TestObjectJSON_DecodeFree(t *testing.T) {
+	k := testCRKind(t)
+	value := []byte(`{"metadata":{"name":"b","resourceVersion":"7"},"spec":{"gone":1,"image":"i"}}`)
+	obj, err := k.DecodeStored(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := objectJSON(k, value)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("objectJSON = %s, %v; want %s", got, err, want)
+	}
+	item, err := appendItemJSON([]byte(`[`), k, value)
+	if err != nil || string(item) != "["+string(want) {
+		t.Errorf("appendItemJSON = %s, %v; want [%s", item, err, want)
+	}
+	if cached := served.get(servedKeyOf(k, value)); cached != nil {
+		t.Errorf("cache holds %s; want nothing for an object served from its bytes", cached)
 	}
 }
 

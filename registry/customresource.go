@@ -210,6 +210,11 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				return u, nil
 			}
 			k.CreatedReadsBack = served == storage && !defaultsDropped(st.structural, strategy.status)
+			var servedSchema *structuralschema.Structural
+			if served != storage {
+				servedSchema = s.structural
+			}
+			k.AppendServedJSON = newServedJSON(st.structural, servedSchema, prune, gvk.Group, gvk.Version, gvk.Kind).appendServed
 		}
 		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
 			// OpenAPI publishes the version's schema (kubectl explain,

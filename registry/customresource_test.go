@@ -74,7 +74,7 @@ spec:
       openAPIV3Schema: {type: object}
 `
 
-func testCRKinds(t *testing.T, doc string) []*Kind {
+func testCRKinds(t testing.TB, doc string) []*Kind {
 	t.Helper()
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {

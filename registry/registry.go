@@ -86,6 +86,12 @@ type Kind struct {
 	// defaulted status, dropped when the status subresource is on) or
 	// convert another version.
 	CreatedReadsBack bool
+	// AppendServedJSON, when set, appends to dst the JSON of the stored
+	// value as served, byte for byte what DecodeStored followed by
+	// json.Marshal gives, without decoding, and reports true; it reports
+	// false (dst unchanged) when it cannot prove the two equal, and then
+	// the caller decodes. Set for custom resource kinds with FromStorage.
+	AppendServedJSON func(dst, value []byte) ([]byte, bool)
 
 	// NormalizeOnDecode, when set, does to a freshly decoded (or patched)
 	// object what kube-apiserver's conversion into its internal version

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -226,6 +227,22 @@ func (c *client) doSimple(ctx context.Context, method, path, body string) (int, 
 	} else {
 		req.Header = hdrJSON
 	}
+	return c.roundTripSimple(req)
+}
+
+// doPatch sends a PATCH of the given content type, as doSimple.
+func (c *client) doPatch(ctx context.Context, path, contentType, body string) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, c.base+path, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header = http.Header{"Content-Type": {contentType}, "Accept": {"application/json"}}
+	return c.roundTripSimple(req)
+}
+
+func (c *client) roundTripSimple(req *http.Request) (int, []byte, error) {
 	resp, err := c.tr.RoundTrip(req)
 	if err != nil {
 		return 0, nil, err

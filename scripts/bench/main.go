@@ -66,6 +66,7 @@ type config struct {
 	listObjects   int
 	crds          int
 	lists         int
+	coldLists     int
 	settle        time.Duration
 
 	bigObjects int
@@ -143,6 +144,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.listObjects, "list-objects", 10000, "objects in the listed namespace")
 	fs.IntVar(&cfg.crds, "crds", 700, "crds workload: CustomResourceDefinitions posted at once")
 	fs.IntVar(&cfg.lists, "lists", 20, "sequential full LISTs to time")
+	fs.IntVar(&cfg.coldLists, "cold-lists", 7, "cr-list workload: daemon restarts, each followed by one cold LIST of each kind")
 	fs.DurationVar(&cfg.settle, "settle", 2*time.Second, "idle time before reading RSS after start-up")
 	fs.IntVar(&cfg.bigObjects, "big-objects", 100_000, "objects stored by the big workload")
 	fs.DurationVar(&cfg.bigIdle, "big-idle", 5*time.Second, "idle time before reading RSS with big-objects stored")
@@ -193,7 +195,7 @@ func parseFlags(args []string) (config, error) {
 		cfg.createClients = append(cfg.createClients, n)
 	}
 	if cfg.getClients < 1 || cfg.rmwClients < 1 || cfg.getObjects < 1 || cfg.listObjects < 1 ||
-		cfg.lists < 1 || cfg.watchers < 1 || cfg.writeRate < 1 || cfg.watchWriters < 1 || cfg.bigObjects < 1 ||
+		cfg.lists < 1 || cfg.coldLists < 1 || cfg.watchers < 1 || cfg.writeRate < 1 || cfg.watchWriters < 1 || cfg.bigObjects < 1 ||
 		cfg.applyClients < 1 || cfg.patchClients < 1 || cfg.idleWatchers < 1 || cfg.bulkObjects < 1 ||
 		cfg.pageLimit < 1 || cfg.pagedLists < 1 || cfg.compactionRows < 1 || cfg.compactionPayload < 0 ||
 		cfg.compactionWriteRate < 1 {
@@ -235,7 +237,7 @@ func run(ctx context.Context, args []string) error {
 				"workloads": cfg.workloads, "duration": cfg.duration.String(),
 				"payload_bytes": cfg.payloadBytes, "create_clients": cfg.createClients,
 				"get_clients": cfg.getClients, "get_objects": cfg.getObjects,
-				"rmw_clients": cfg.rmwClients, "list_objects": cfg.listObjects, "lists": cfg.lists,
+				"rmw_clients": cfg.rmwClients, "list_objects": cfg.listObjects, "lists": cfg.lists, "cold_lists": cfg.coldLists,
 				"big_objects": cfg.bigObjects, "watchers": cfg.watchers, "write_rate": cfg.writeRate,
 				"apply_clients": cfg.applyClients, "patch_clients": cfg.patchClients,
 				"idle_watchers": cfg.idleWatchers, "bulk_objects": cfg.bulkObjects, "page_limit": cfg.pageLimit,
