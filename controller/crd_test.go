@@ -58,7 +58,8 @@ func TestCRDController_NamesAndConditions(t *testing.T) {
 			for _, o := range tt.others {
 				all = append(all, &crdState{crd: o})
 			}
-			gotNames, cond, est := c.namesAndConditions(tt.crd, all)
+			r := &crdRound{c: c, all: all}
+			gotNames, cond, est := namesAndConditions(tt.crd, r.groupNames(tt.crd.Spec.Group))
 			if gotNames.Plural != tt.wantNames.Plural || gotNames.Singular != tt.wantNames.Singular || gotNames.Kind != tt.wantNames.Kind || gotNames.ListKind != tt.wantNames.ListKind ||
 				len(gotNames.ShortNames) != len(tt.wantNames.ShortNames) {
 				t.Errorf("names = %+v, want %+v", gotNames, tt.wantNames)
