@@ -209,17 +209,28 @@ func (crdStrategy) PrepareForStatusUpdate(obj, old runtime.Object) {
 
 // ValidateStatusUpdate is kube-apiserver's
 // ValidateUpdateCustomResourceDefinitionStatus: object-meta update rules
-// and status.acceptedNames.
+// and status.acceptedNames. The spec, which a status write cannot change,
+// is neither converted nor validated.
 func (crdStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
-	crd, err := crdToInternal(obj)
+	crd, err := crdStatusToInternal(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	oldCRD, err := crdToInternal(old)
+	oldCRD, err := crdStatusToInternal(old)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
 	return crdvalidation.StatusUpdate(crd, oldCRD)
+}
+
+// crdStatusToInternal converts the metadata and status of a v1 CRD to the
+// internal version, with an empty spec.
+func crdStatusToInternal(obj runtime.Object) (*apiextensions.CustomResourceDefinition, error) {
+	in, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return nil, fmt.Errorf("convert CustomResourceDefinition: unexpected object %T", obj)
+	}
+	return crdToInternal(&apiextensionsv1.CustomResourceDefinition{TypeMeta: in.TypeMeta, ObjectMeta: in.ObjectMeta, Status: in.Status})
 }
 
 // crdToInternal converts a v1 CRD to the internal version that
