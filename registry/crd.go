@@ -251,6 +251,9 @@ func crdToInternal(obj runtime.Object) (*apiextensions.CustomResourceDefinition,
 // WarningsOnCreate is kube-apiserver's: one `unrecognized format "x"`
 // warning per schema format its validator does not know.
 func (crdStrategy) WarningsOnCreate(obj runtime.Object) []string {
+	if !hasUnrecognizedFormat(obj) {
+		return nil
+	}
 	crd, err := crdToInternal(obj)
 	if err != nil {
 		return nil
@@ -265,6 +268,9 @@ func (crdStrategy) WarningsOnCreate(obj runtime.Object) []string {
 // WarningsOnUpdate warns about the unrecognized formats the update
 // introduces, as kube-apiserver does.
 func (crdStrategy) WarningsOnUpdate(obj, old runtime.Object) []string {
+	if !hasUnrecognizedFormat(obj) {
+		return nil
+	}
 	crd, err := crdToInternal(obj)
 	if err != nil {
 		return nil
@@ -284,6 +290,13 @@ func (crdStrategy) WarningsOnUpdate(obj, old runtime.Object) []string {
 		}
 	}
 	return warnings
+}
+
+// hasUnrecognizedFormat reports whether obj, a v1 CRD, has a format to
+// warn about, without converting it (a conversion copies every schema).
+func hasUnrecognizedFormat(obj runtime.Object) bool {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	return !ok || crdvalidation.HasUnrecognizedFormat(&crd.Spec)
 }
 
 // unrecognizedFormats lists the formats of spec's schemas that

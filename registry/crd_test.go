@@ -592,6 +592,38 @@ func TestCRDKind_Table(t *testing.T) {
 	}
 }
 
+// TestCRDStrategy_WarningsBelow: a format is warned about wherever its
+// node is (the check that skips the conversion for CRDs without one walks
+// every kind of subschema).
+func TestCRDStrategy_WarningsBelow(t *testing.T) {
+	for _, y := range []string{
+		`{type: object, format: colour}`,
+		`{type: object, properties: {a: {type: object, properties: {b: {type: string, format: colour}}}}}`,
+		`{type: object, properties: {a: {type: array, items: {type: string, format: colour}}}}`,
+		`{type: object, additionalProperties: {type: string, format: colour}}`,
+		`{type: object, allOf: [{format: colour}]}`,
+		`{type: object, anyOf: [{format: colour}]}`,
+		`{type: object, oneOf: [{format: colour}]}`,
+		`{type: object, not: {format: colour}}`,
+		`{type: object, patternProperties: {"^a": {type: string, format: colour}}}`,
+		`{type: object, definitions: {d: {type: string, format: colour}}}`,
+		`{type: object, dependencies: {a: {format: colour}}}`,
+		`{type: array, items: [{type: string, format: colour}], additionalItems: {format: colour}}`,
+		`{type: integer, format: colour}`,
+	} {
+		crd := newCronTabCRD(t)
+		setSchema(0, y)(t, crd)
+		if got := (crdStrategy{}).WarningsOnCreate(crd); len(got) == 0 {
+			t.Errorf("%s: no warning", y)
+		}
+	}
+	crd := newCronTabCRD(t)
+	setSchema(0, `{type: object, properties: {a: {type: string, format: date-time}, b: {type: integer, format: int32}}}`)(t, crd)
+	if got := (crdStrategy{}).WarningsOnCreate(crd); got != nil {
+		t.Errorf("known formats: got %q, want none", got)
+	}
+}
+
 func TestCRDStrategy_Warnings(t *testing.T) {
 	old := newCronTabCRD(t)
 	crd := old.DeepCopy()
