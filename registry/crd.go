@@ -198,10 +198,12 @@ func (crdStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 // PrepareForStatusUpdate keeps spec from old, and the metadata a status
 // write may not change (labels, annotations, owner references), as
 // kube-apiserver's CRD status strategy does. Finalizers may change: that
-// is how the cleanup controller lets a deleted CRD go.
+// is how the cleanup controller lets a deleted CRD go. The spec is shared
+// with old, as kube-apiserver shares it: neither is changed afterwards,
+// and copying the schemas cost as much as the rest of the write.
 func (crdStrategy) PrepareForStatusUpdate(obj, old runtime.Object) {
 	crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
-	crd.Spec = *oldCRD.Spec.DeepCopy()
+	crd.Spec = oldCRD.Spec
 	crd.Labels = oldCRD.Labels
 	crd.Annotations = oldCRD.Annotations
 	crd.OwnerReferences = oldCRD.OwnerReferences
