@@ -133,9 +133,9 @@ type crdController struct {
 
 // crdState is what the loop knows of one stored CRD.
 type crdState struct {
-	// crd holds the CRD's metadata, spec.group, spec.names, spec.scope
-	// and status: its versions and schemas are left out (see crdHead).
-	// It is shared, never modified: a change replaces it.
+	// crd holds what the loop uses of the CRD (see crdHead): not its
+	// schemas, managedFields or annotations. It is shared, never
+	// modified: a change replaces it.
 	crd       *apiextensionsv1.CustomResourceDefinition
 	createRev int64
 	modRev    int64
@@ -179,12 +179,22 @@ func (m *Manager) runCRDController(ctx context.Context) {
 	}
 }
 
-// crdHead decodes a stored CRD without its versions, schemas and
-// conversion: the loop's names, conditions and cleanup need the rest,
-// and skipping the schemas saves most of the decoding and keeps the loop
-// small in memory. Spec shadows the embedded CRD's spec.
+// crdHead decodes a stored CRD without what the loop does not use: of
+// the metadata, the name, uid, generation, deletionTimestamp and
+// finalizers; of the spec, the group, names and scope. Skipping the
+// schemas, managedFields (which list every field of the schemas) and
+// annotations (kubectl's last-applied configuration holds the whole CRD)
+// saves most of the decoding and keeps the loop small in memory.
+// Metadata and Spec shadow the embedded CRD's.
 type crdHead struct {
 	apiextensionsv1.CustomResourceDefinition
+	Metadata struct {
+		Name              string       `json:"name"`
+		UID               types.UID    `json:"uid"`
+		Generation        int64        `json:"generation"`
+		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		Finalizers        []string     `json:"finalizers"`
+	} `json:"metadata"`
 	Spec struct {
 		Group string                                        `json:"group"`
 		Names apiextensionsv1.CustomResourceDefinitionNames `json:"names"`
@@ -199,16 +209,22 @@ func decodeHead(o store.Object) (*apiextensionsv1.CustomResourceDefinition, erro
 		return nil, fmt.Errorf("decode custom resource definition %s: %w", o.Key.Name, err)
 	}
 	crd := &h.CustomResourceDefinition
+	m := &h.Metadata
+	crd.ObjectMeta = metav1.ObjectMeta{Name: m.Name, UID: m.UID, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers}
 	crd.Spec.Group, crd.Spec.Names, crd.Spec.Scope = h.Spec.Group, h.Spec.Names, h.Spec.Scope
 	return crd, nil
 }
 
-// head returns crd as crdState keeps it: a shallow copy without the
-// versions, schemas and conversion. crd must not be modified afterwards.
+// head returns crd as crdState keeps it (see crdHead): a shallow copy of
+// what the loop uses. crd must not be modified afterwards.
 func head(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
-	h := *crd
-	h.Spec = apiextensionsv1.CustomResourceDefinitionSpec{Group: crd.Spec.Group, Names: crd.Spec.Names, Scope: crd.Spec.Scope}
-	return &h
+	m := &crd.ObjectMeta
+	return &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   crd.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, UID: m.UID, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers},
+		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Group: crd.Spec.Group, Names: crd.Spec.Names, Scope: crd.Spec.Scope},
+		Status:     crd.Status,
+	}
 }
 
 // refresh brings c.crds up to date: the first round lists every CRD,

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -254,5 +256,47 @@ func TestCRDController_EstablishesInOneWrite(t *testing.T) {
 	}
 	if isConditionTrue(gadgets, apiextensionsv1.Established) || reg.Lookup(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gadgets"}) != nil {
 		t.Error("gadgets is established or served")
+	}
+}
+
+// TestDecodeHead: the loop's decoding of a stored CRD keeps what the loop
+// uses, as head keeps it of a decoded one, and leaves the rest out.
+func TestDecodeHead(t *testing.T) {
+	deleted := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta: metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com", UID: "u1", Generation: 3, DeletionTimestamp: &deleted,
+			Finalizers: []string{registry.CRDCleanupFinalizer}, Annotations: map[string]string{"a": "b"},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.ClusterScoped,
+			Names:    apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget", ShortNames: []string{"wd"}},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true}},
+		},
+		Status: apiextensionsv1.CustomResourceDefinitionStatus{
+			AcceptedNames:  apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Kind: "Widget"},
+			Conditions:     []apiextensionsv1.CustomResourceDefinitionCondition{{Type: apiextensionsv1.Established, Status: apiextensionsv1.ConditionTrue, LastTransitionTime: deleted}},
+			StoredVersions: []string{"v1"},
+		},
+	}
+	value, err := json.Marshal(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeHead(store.Object{Key: store.Key{Name: crd.Name}, Value: value})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := head(crd)
+	if !equality.Semantic.DeepEqual(got, want) {
+		t.Errorf("decodeHead:\n got %+v\nwant %+v", got, want)
+	}
+	if want.Name != crd.Name || want.UID != crd.UID || want.Generation != 3 || want.DeletionTimestamp == nil || len(want.Finalizers) != 1 ||
+		want.Spec.Group != "example.com" || want.Spec.Scope != apiextensionsv1.ClusterScoped || want.Spec.Names.ShortNames[0] != "wd" ||
+		!equality.Semantic.DeepEqual(want.Status, crd.Status) {
+		t.Errorf("head lost what the loop uses: %+v", want)
+	}
+	if want.Annotations != nil || want.ManagedFields != nil || want.Spec.Versions != nil {
+		t.Errorf("head kept annotations, managedFields or versions: %+v", want)
 	}
 }
