@@ -65,8 +65,10 @@ type Manager struct {
 	log *zap.Logger
 	// nsKick and crdKick (capacity 1) wake the namespace and CRD
 	// controllers.
-	nsKick      chan struct{}
-	crdKick     chan struct{}
+	nsKick  chan struct{}
+	crdKick chan struct{}
+	// crdChanges holds the CRDs committed since the CRD loop last looked.
+	crdChanges  crdChanges
 	unsubscribe func()
 	cancel      context.CancelFunc
 	wg          sync.WaitGroup
@@ -131,18 +133,15 @@ func (m *Manager) Start(ctx context.Context) {
 }
 
 // observe wakes the controllers that committed writes concern. It runs on
-// the store's writer: it only sends kicks.
+// the store's writer: it only sends kicks and notes the CRDs written.
 func (m *Manager) observe(events []store.Event) {
 	m.observeNamespaces(events)
 	crds := m.cfg.Registry.Lookup(CRDResource)
 	if crds == nil {
 		return
 	}
-	for i := range events {
-		if events[i].Object.Key.Resource == crds.StorageResource {
-			m.kickCRDs()
-			return
-		}
+	if m.crdChanges.record(events, crds.StorageResource) {
+		m.kickCRDs()
 	}
 }
 

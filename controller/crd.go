@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -37,9 +38,20 @@ import (
 //     instances, then the finalizer, which removes it.
 // Status is written through the API (Objects.UpdateObject on the status
 // subresource) as kube-apiserver's controllers write it through their
-// loopback client. A commit that touches a CRD wakes the loop; it also
-// sweeps every crdSweepInterval, and sooner while instances of a deleted
-// CRD are held by their finalizers.
+// loopback client. kube-apiserver writes a new CRD's status twice: its
+// naming controller accepts the names (Established False, "Installing"),
+// and once the custom resource handler serves them, its establishing
+// controller sets Established. Here the kinds are registered before the
+// status is written, so a CRD whose names are accepted gets both in one
+// write: the state kube-apiserver ends in, with one update of the CRD
+// instead of two.
+//
+// The loop keeps every CRD's metadata, names and status in memory
+// (crdState), kept current by the commits it observes: a round decodes
+// only the CRDs written since the last one, and reads a CRD's schemas
+// only to build its kinds. A commit that touches a CRD wakes the loop; it
+// also runs every crdSweepInterval, and sooner while instances of a
+// deleted CRD are held by their finalizers.
 
 // crdSweepInterval is how often CRDs are looked at without a kick. A var
 // so tests can shorten it.
@@ -66,20 +78,67 @@ type servedCRD struct {
 	kinds      []*registry.Kind
 }
 
+// crdChanges collects the CRDs that commits wrote, for the CRD loop. The
+// store's writer records them (Manager.observe); the loop takes them.
+type crdChanges struct {
+	mu sync.Mutex
+	// byName holds the last committed state of each CRD written since the
+	// last take; a Deleted event's object is the CRD's last state.
+	byName map[string]store.Event
+}
+
+// record notes the CRD events of a commit and reports whether there was
+// one.
+func (c *crdChanges) record(events []store.Event, resource string) bool {
+	found := false
+	for i := range events {
+		e := &events[i]
+		if e.Object.Key.Resource != resource {
+			continue
+		}
+		if !found {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.byName == nil {
+				c.byName = map[string]store.Event{}
+			}
+			found = true
+		}
+		// The store's values are immutable: keeping them is safe.
+		c.byName[e.Object.Key.Name] = store.Event{Type: e.Type, Object: e.Object}
+	}
+	return found
+}
+
+// take returns the recorded changes and forgets them.
+func (c *crdChanges) take() map[string]store.Event {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.byName
+	c.byName = nil
+	return m
+}
+
 // crdController is the state of the CRD loop; only its goroutine uses it.
 type crdController struct {
 	m      *Manager
 	kind   *registry.Kind
 	served map[string]*servedCRD // by CRD name
-	// decoded holds the CRDs of the last round by name. They are shared,
-	// never modified: a status write replaces a round's copy.
-	decoded map[string]decodedCRD
+	// crds holds every stored CRD by name, as of listRev and the changes
+	// taken since.
+	crds    map[string]*crdState
+	listed  bool
+	listRev int64
 }
 
-// decodedCRD is a stored CRD, decoded, and the revision it was read at.
-type decodedCRD struct {
-	modRev int64
-	crd    *apiextensionsv1.CustomResourceDefinition
+// crdState is what the loop knows of one stored CRD.
+type crdState struct {
+	// crd holds what the loop uses of the CRD (see crdHead): not its
+	// schemas, managedFields or annotations. It is shared, never
+	// modified: a change replaces it.
+	crd       *apiextensionsv1.CustomResourceDefinition
+	createRev int64
+	modRev    int64
 }
 
 // kickCRDs wakes the CRD controller.
@@ -98,7 +157,7 @@ func (m *Manager) runCRDController(ctx context.Context) {
 		m.markCRDsServed()
 		return
 	}
-	c := &crdController{m: m, kind: k, served: map[string]*servedCRD{}}
+	c := &crdController{m: m, kind: k, served: map[string]*servedCRD{}, crds: map[string]*crdState{}}
 	t := time.NewTicker(crdSweepInterval)
 	defer t.Stop()
 	for {
@@ -121,74 +180,136 @@ func (m *Manager) runCRDController(ctx context.Context) {
 	}
 }
 
-// crdState is one stored CRD, decoded.
-type crdState struct {
-	crd       *apiextensionsv1.CustomResourceDefinition
-	createRev int64
+// crdHead decodes a stored CRD without what the loop does not use: of
+// the metadata, the name, uid, generation, deletionTimestamp and
+// finalizers; of the spec, the group, names and scope. Skipping the
+// schemas, managedFields (which list every field of the schemas) and
+// annotations (kubectl's last-applied configuration holds the whole CRD)
+// saves most of the decoding and keeps the loop small in memory.
+// Metadata and Spec shadow the embedded CRD's.
+type crdHead struct {
+	apiextensionsv1.CustomResourceDefinition
+	Metadata struct {
+		Name              string       `json:"name"`
+		UID               types.UID    `json:"uid"`
+		Generation        int64        `json:"generation"`
+		DeletionTimestamp *metav1.Time `json:"deletionTimestamp"`
+		Finalizers        []string     `json:"finalizers"`
+	} `json:"metadata"`
+	Spec struct {
+		Group string                                        `json:"group"`
+		Names apiextensionsv1.CustomResourceDefinitionNames `json:"names"`
+		Scope apiextensionsv1.ResourceScope                 `json:"scope"`
+	} `json:"spec"`
+}
+
+// decodeHead decodes a stored CRD as crdState keeps it.
+func decodeHead(o store.Object) (*apiextensionsv1.CustomResourceDefinition, error) {
+	var h crdHead
+	if err := json.Unmarshal(o.Value, &h); err != nil {
+		return nil, fmt.Errorf("decode custom resource definition %s: %w", o.Key.Name, err)
+	}
+	crd := &h.CustomResourceDefinition
+	m := &h.Metadata
+	crd.ObjectMeta = metav1.ObjectMeta{Name: m.Name, UID: m.UID, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers}
+	crd.Spec.Group, crd.Spec.Names, crd.Spec.Scope = h.Spec.Group, h.Spec.Names, h.Spec.Scope
+	return crd, nil
+}
+
+// head returns crd as crdState keeps it (see crdHead): a shallow copy of
+// what the loop uses. crd must not be modified afterwards.
+func head(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	m := &crd.ObjectMeta
+	return &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   crd.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: m.Name, UID: m.UID, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers},
+		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Group: crd.Spec.Group, Names: crd.Spec.Names, Scope: crd.Spec.Scope},
+		Status:     crd.Status,
+	}
+}
+
+// refresh brings c.crds up to date: the first round lists every CRD,
+// later rounds apply the commits observed since.
+func (c *crdController) refresh(ctx context.Context) error {
+	if !c.listed {
+		// Changes recorded before the list are in it, or newer than it.
+		res, err := c.m.cfg.Store.List(ctx, store.ListOptions{Resource: c.kind.StorageResource})
+		if err != nil {
+			return fmt.Errorf("list custom resource definitions: %w", err)
+		}
+		crds := make(map[string]*crdState, len(res.Objects))
+		for _, o := range res.Objects {
+			crd, err := decodeHead(o)
+			if err != nil {
+				return err
+			}
+			crds[o.Key.Name] = &crdState{crd: crd, createRev: o.CreateRev, modRev: o.ModRev}
+		}
+		c.crds, c.listRev, c.listed = crds, res.Rev, true
+	}
+	var errs []error
+	for name, e := range c.m.crdChanges.take() {
+		cur := c.crds[name]
+		if e.Object.ModRev <= c.listRev || (cur != nil && e.Object.ModRev <= cur.modRev) {
+			continue // the list, or a later change, has it
+		}
+		if e.Type == store.Deleted {
+			delete(c.crds, name)
+			continue
+		}
+		crd, err := decodeHead(e.Object)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.crds[name] = &crdState{crd: crd, createRev: e.Object.CreateRev, modRev: e.Object.ModRev}
+	}
+	return errors.Join(errs...)
 }
 
 // sync runs one round over every CRD. retry asks for another round soon.
 func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
-	res, err := c.m.cfg.Store.List(ctx, store.ListOptions{Resource: c.kind.StorageResource})
-	if err != nil {
-		return false, fmt.Errorf("list custom resource definitions: %w", err)
-	}
-	crds := make([]*crdState, 0, len(res.Objects))
-	decoded := make(map[string]decodedCRD, len(res.Objects))
-	for _, o := range res.Objects {
-		// A round runs after every commit that touches a CRD; only the
-		// CRDs that changed since the last round are decoded again.
-		d, ok := c.decoded[o.Key.Name]
-		if !ok || d.modRev != o.ModRev {
-			obj, err := c.kind.DecodeStored(o.Value)
-			if err != nil {
-				return false, err
-			}
-			crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
-			if !ok {
-				return false, fmt.Errorf("decode custom resource definition %s: got %T", o.Key.Name, obj)
-			}
-			d = decodedCRD{modRev: o.ModRev, crd: crd}
+	if err := c.refresh(ctx); err != nil {
+		if !c.listed {
+			return false, err
 		}
-		decoded[o.Key.Name] = d
-		crds = append(crds, &crdState{crd: d.crd, createRev: o.CreateRev})
+		// A CRD that does not decode is left as it was; the others go on.
+		c.m.log.Sugar().Warnw("sync custom resource definitions", "error", err)
 	}
-	c.decoded = decoded
+	crds := make([]*crdState, 0, len(c.crds))
+	for _, s := range c.crds {
+		crds = append(crds, s)
+	}
 	// The oldest CRD of a group gets a contested name, as in kube-apiserver
 	// where the first to be processed holds it.
-	sort.SliceStable(crds, func(i, j int) bool { return crds[i].createRev < crds[j].createRev })
+	sort.Slice(crds, func(i, j int) bool {
+		if crds[i].createRev != crds[j].createRev {
+			return crds[i].createRev < crds[j].createRev
+		}
+		return crds[i].crd.Name < crds[j].crd.Name
+	})
 
-	var errs []error
-	var names []statusWrite
+	r := &crdRound{c: c, all: crds, writes: map[*crdState]*statusWrite{}}
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp != nil {
 			continue
 		}
-		if w, ok := c.acceptNames(s, crds); ok {
-			names = append(names, w)
-		}
+		r.acceptNames(s)
 	}
-	errs = append(errs, c.writeAll(ctx, names)...)
-	// Serving comes before establishing (kubectl wait --for
+	for _, s := range crds {
+		if s.crd.DeletionTimestamp != nil {
+			continue
+		}
+		r.establish(s)
+	}
+	// Serving comes before the status writes (kubectl wait --for
 	// condition=established, then a create, must find the resource) and
 	// before cleanup (after a restart, the instances of a CRD deleted
 	// before it are found through the kinds it serves).
+	errs := r.serveAndWrite(ctx)
 	// A CRD whose kinds cannot be built is reported, and the others are
 	// served: either way the stored CRDs have been through serving once.
-	if err := c.serve(crds); err != nil {
-		errs = append(errs, err)
-	}
 	c.m.markCRDsServed()
-	var established []statusWrite
-	for _, s := range crds {
-		if s.crd.DeletionTimestamp != nil {
-			continue
-		}
-		if w, ok := c.establish(s); ok {
-			established = append(established, w)
-		}
-	}
-	errs = append(errs, c.writeAll(ctx, established)...)
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp == nil || !hasFinalizer(s.crd, registry.CRDCleanupFinalizer) {
 			continue
@@ -202,6 +323,19 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 	return retry, errors.Join(errs...)
 }
 
+// crdRound is the work one round decides on: the status writes and the
+// names taken in each group as the writes will leave them.
+type crdRound struct {
+	c      *crdController
+	all    []*crdState // by age
+	writes map[*crdState]*statusWrite
+	// groups holds the names taken in each group looked at, built on
+	// first use.
+	groups map[string]*groupNames
+	// crdKinds holds the kinds served for CRDs, built on first use.
+	crdKinds map[*registry.Kind]bool
+}
+
 // statusWrite is a status change for one CRD that a round decided on.
 type statusWrite struct {
 	s      *crdState
@@ -210,112 +344,130 @@ type statusWrite struct {
 }
 
 // plan records change for s: s.crd becomes a copy with the change made,
-// so that the rest of the round sees it, until writeAll writes it.
-func plan(s *crdState, change func(*apiextensionsv1.CustomResourceDefinition)) statusWrite {
-	w := statusWrite{s: s, orig: s.crd, change: change}
-	next := s.crd.DeepCopy()
+// so that the rest of the round sees it, until the write is made. Changes
+// planned for one CRD in a round are made in one write, in order.
+func (r *crdRound) plan(s *crdState, change func(*apiextensionsv1.CustomResourceDefinition)) {
+	prev := s.crd
+	next := prev.DeepCopy()
 	change(next)
 	s.crd = next
-	return w
-}
-
-// crdWriters bounds the status writes a round makes at once. The writes
-// of a burst of CRDs then share group commits instead of waiting for one
-// fsync each.
-const crdWriters = 32
-
-// writeAll makes the writes, crdWriters at a time. Each CRD ends with what
-// was written, or with its state before the plan when the write failed.
-func (c *crdController) writeAll(ctx context.Context, writes []statusWrite) []error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	sem := make(chan struct{}, crdWriters)
-	for _, w := range writes {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			// writeStatus applies the change to the stored CRD and keeps
-			// what it wrote in w.s.crd.
-			w.s.crd = w.orig
-			if err := c.writeStatus(ctx, w.s, w.change); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
+	if w := r.writes[s]; w != nil {
+		first := w.change
+		w.change = func(crd *apiextensionsv1.CustomResourceDefinition) {
+			first(crd)
+			change(crd)
+		}
+		return
 	}
-	wg.Wait()
-	return errs
+	r.writes[s] = &statusWrite{s: s, orig: prev, change: change}
 }
 
 // acceptNames plans the naming step for s when it changes its status.
-func (c *crdController) acceptNames(s *crdState, all []*crdState) (statusWrite, bool) {
+func (r *crdRound) acceptNames(s *crdState) {
 	crd := s.crd
 	if equality.Semantic.DeepEqual(crd.Spec.Names, crd.Status.AcceptedNames) {
-		return statusWrite{}, false
+		return
 	}
-	names, accepted, established := c.namesAndConditions(crd, all)
+	g := r.groupNames(crd.Spec.Group)
+	names, accepted, established := namesAndConditions(crd, g)
 	if equality.Semantic.DeepEqual(names, crd.Status.AcceptedNames) && sameCondition(findCondition(crd, apiextensionsv1.NamesAccepted), &accepted) {
-		return statusWrite{}, false
+		return
 	}
-	return plan(s, func(crd *apiextensionsv1.CustomResourceDefinition) {
+	g.add(crd.Status.AcceptedNames, -1)
+	g.add(names, 1)
+	r.plan(s, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Status.AcceptedNames = names
 		setCondition(crd, accepted)
 		setCondition(crd, established)
-	}), true
+	})
 }
 
-// establish plans Established once the names are accepted. Its write
-// comes after serve registered the kinds, so a client that waits for
-// Established finds the resource served.
-func (c *crdController) establish(s *crdState) (statusWrite, bool) {
+// establish plans Established once the names are accepted. Like every
+// status write, it is made once serveAndWrite registered the kinds, so a
+// client that waits for Established finds the resource served.
+func (r *crdRound) establish(s *crdState) {
 	crd := s.crd
 	if !isConditionTrue(crd, apiextensionsv1.NamesAccepted) || isConditionTrue(crd, apiextensionsv1.Established) {
-		return statusWrite{}, false
+		return
 	}
-	return plan(s, func(crd *apiextensionsv1.CustomResourceDefinition) {
+	r.plan(s, func(crd *apiextensionsv1.CustomResourceDefinition) {
 		setCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
 			Type:    apiextensionsv1.Established,
 			Status:  apiextensionsv1.ConditionTrue,
 			Reason:  "InitialNamesAccepted",
 			Message: "the initial names have been accepted",
 		})
-	}), true
+	})
+}
+
+// groupNames is the names taken in one API group: the accepted names of
+// its CRDs and the names of its built-in kinds. They are counted, so that
+// a CRD's accepted names can change during a round.
+type groupNames struct {
+	resources map[string]int // plurals, singulars and short names
+	kinds     map[string]int // kinds and list kinds
+}
+
+// add counts n's names d times (1 to take them, -1 to give them back).
+func (g *groupNames) add(n apiextensionsv1.CustomResourceDefinitionNames, d int) {
+	count := func(m map[string]int, name string) {
+		if name != "" {
+			m[name] += d
+		}
+	}
+	count(g.resources, n.Plural)
+	count(g.resources, n.Singular)
+	for _, sn := range n.ShortNames {
+		count(g.resources, sn)
+	}
+	count(g.kinds, n.Kind)
+	count(g.kinds, n.ListKind)
+}
+
+// used returns the set view of names.
+func used(names map[string]int) func(string) bool {
+	return func(name string) bool { return names[name] > 0 }
+}
+
+// groupNames returns the names taken in group, built from every CRD of
+// the round and the registry's built-in kinds on first use.
+func (r *crdRound) groupNames(group string) *groupNames {
+	if g, ok := r.groups[group]; ok {
+		return g
+	}
+	g := &groupNames{resources: map[string]int{}, kinds: map[string]int{}}
+	for _, s := range r.all {
+		if s.crd.Spec.Group == group {
+			g.add(s.crd.Status.AcceptedNames, 1)
+		}
+	}
+	if r.crdKinds == nil {
+		r.crdKinds = map[*registry.Kind]bool{}
+		for _, sv := range r.c.served {
+			for _, k := range sv.kinds {
+				r.crdKinds[k] = true
+			}
+		}
+	}
+	for _, k := range r.c.m.cfg.Registry.Kinds() {
+		if k.GVK.Group != group || r.crdKinds[k] {
+			continue
+		}
+		g.add(apiextensionsv1.CustomResourceDefinitionNames{Plural: k.Resource, Singular: k.Singular, ShortNames: k.ShortNames, Kind: k.GVK.Kind, ListKind: k.ListKind}, 1)
+	}
+	if r.groups == nil {
+		r.groups = map[string]*groupNames{}
+	}
+	r.groups[group] = g
+	return g
 }
 
 // namesAndConditions decides which of crd's requested names it may have,
-// against the names the other CRDs of its group accepted and the built-in
+// against g, the names the CRDs of its group accepted and the built-in
 // kinds of the group, with kube-apiserver's conditions: a name is
 // accepted when it is already crd's or nobody else's.
-func (c *crdController) namesAndConditions(crd *apiextensionsv1.CustomResourceDefinition, all []*crdState) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
-	resources, kinds := map[string]bool{}, map[string]bool{}
-	for _, s := range all {
-		if s.crd.Spec.Group != crd.Spec.Group {
-			continue
-		}
-		n := s.crd.Status.AcceptedNames
-		resources[n.Plural], resources[n.Singular] = true, true
-		for _, sn := range n.ShortNames {
-			resources[sn] = true
-		}
-		kinds[n.Kind], kinds[n.ListKind] = true, true
-	}
-	for _, k := range c.m.cfg.Registry.Kinds() {
-		if k.GVK.Group != crd.Spec.Group || c.isServedCRDKind(k) {
-			continue
-		}
-		resources[k.Resource], resources[k.Singular] = true, true
-		for _, sn := range k.ShortNames {
-			resources[sn] = true
-		}
-		kinds[k.GVK.Kind], kinds[k.ListKind] = true, true
-	}
-	delete(resources, "")
-	delete(kinds, "")
+func namesAndConditions(crd *apiextensionsv1.CustomResourceDefinition, g *groupNames) (apiextensionsv1.CustomResourceDefinitionNames, apiextensionsv1.CustomResourceDefinitionCondition, apiextensionsv1.CustomResourceDefinitionCondition) {
+	resources, kinds := used(g.resources), used(g.kinds)
 
 	want, have := crd.Spec.Names, crd.Status.AcceptedNames
 	names := have
@@ -390,8 +542,8 @@ func (c *crdController) namesAndConditions(crd *apiextensionsv1.CustomResourceDe
 
 // freeName returns an error when requested is neither crd's accepted name
 // nor unused.
-func freeName(requested, accepted string, used map[string]bool) error {
-	if requested == accepted || !used[requested] {
+func freeName(requested, accepted string, used func(string) bool) error {
+	if requested == accepted || !used(requested) {
 		return nil
 	}
 	return fmt.Errorf("%q is already in use", requested)
@@ -498,28 +650,35 @@ func (c *crdController) writeStatus(ctx context.Context, s *crdState, change fun
 		return fmt.Errorf("update status of custom resource definition %s: %w", s.crd.Name, err)
 	}
 	if written != nil && !deleted {
-		s.crd = written
+		s.crd = head(written)
 	}
 	return nil
 }
 
-// serve makes the registry serve exactly the CRDs whose names are accepted
-// or that are established: kinds are
-// built again for a CRD whose spec (generation) or accepted names changed,
-// and removed for one that is gone or no longer established. All changes
-// of a round are published as one registry snapshot.
-func (c *crdController) serve(crds []*crdState) error {
-	build := c.m.cfg.CustomResourceKinds
-	if build == nil {
-		return nil
-	}
+// crdWriters bounds the status writes a round makes at once. The writes
+// of a burst of CRDs then share group commits instead of waiting for one
+// fsync each.
+const crdWriters = 32
+
+// crdBuildChunk is how many CRDs' kinds are built before they are
+// registered (one registry snapshot) and their status writes start: the
+// writes of one chunk overlap the building of the next.
+const crdBuildChunk = 16
+
+// serveAndWrite makes the registry serve exactly the CRDs whose names are
+// accepted or that are established, and makes the round's status writes.
+// Kinds are built again for a CRD whose spec (generation) or accepted
+// names changed, and removed for one that is gone. A CRD's status write
+// is made once its kinds are registered.
+func (r *crdRound) serveAndWrite(ctx context.Context) []error {
+	c := r.c
 	var (
 		remove []schema.GroupVersionResource
-		add    []*registry.Kind
-		errs   []error
+		builds []*crdState
 	)
+	building := map[*crdState]bool{}
 	seen := map[string]bool{}
-	for _, s := range crds {
+	for _, s := range r.all {
 		crd := s.crd
 		// Served once its names are accepted, as kube-apiserver's CRD
 		// handler serves it, and while it is established.
@@ -531,24 +690,10 @@ func (c *crdController) serve(crds []*crdState) error {
 		if cur != nil && cur.uid == crd.UID && cur.generation == crd.Generation && equality.Semantic.DeepEqual(cur.names, crd.Status.AcceptedNames) {
 			continue
 		}
-		// Kinds are served under the accepted names, which may lag the
-		// spec's (a conflicting rename).
-		named := crd.DeepCopy()
-		named.Spec.Names = crd.Status.AcceptedNames
-		kinds, err := build(named)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("serve custom resource definition %s: %w", crd.Name, err))
-			continue
+		if c.m.cfg.CustomResourceKinds != nil {
+			builds = append(builds, s)
+			building[s] = true
 		}
-		if cur != nil {
-			remove = append(remove, cur.gvrs...)
-		}
-		next := &servedCRD{uid: crd.UID, generation: crd.Generation, names: crd.Status.AcceptedNames, kinds: kinds}
-		for _, k := range kinds {
-			next.gvrs = append(next.gvrs, k.GVK.GroupVersion().WithResource(k.Resource))
-		}
-		add = append(add, kinds...)
-		c.served[crd.Name] = next
 	}
 	for name, cur := range c.served {
 		if !seen[name] {
@@ -556,21 +701,124 @@ func (c *crdController) serve(crds []*crdState) error {
 			delete(c.served, name)
 		}
 	}
+	if len(remove) > 0 {
+		c.m.cfg.Registry.Replace(remove, nil)
+	}
+
+	// The writers take the writes as they come: first those of CRDs
+	// served already (or not at all), then chunk by chunk.
+	jobs := make(chan *statusWrite, len(r.writes))
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range min(crdWriters, len(r.writes)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for w := range jobs {
+				// writeStatus applies the change to the stored CRD and
+				// keeps what it wrote in w.s.crd, or w.orig on failure.
+				w.s.crd = w.orig
+				if err := c.writeStatus(ctx, w.s, w.change); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, s := range r.all {
+		if w := r.writes[s]; w != nil && !building[s] {
+			jobs <- w
+		}
+	}
+	for len(builds) > 0 {
+		chunk := builds[:min(crdBuildChunk, len(builds))]
+		builds = builds[len(chunk):]
+		if err := c.serveChunk(ctx, chunk); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+		for _, s := range chunk {
+			if w := r.writes[s]; w != nil {
+				jobs <- w
+			}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return errs
+}
+
+// serveChunk builds the kinds of the CRDs in chunk, under the accepted
+// names the round gave them, and publishes them as one registry snapshot.
+// Their status writes have not started: only this goroutine reads them.
+func (c *crdController) serveChunk(ctx context.Context, chunk []*crdState) error {
+	var (
+		remove []schema.GroupVersionResource
+		add    []*registry.Kind
+		errs   []error
+	)
+	for _, s := range chunk {
+		crd, err := c.readForKinds(ctx, s)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("serve custom resource definition %s: %w", s.crd.Name, err))
+			continue
+		}
+		if crd == nil {
+			continue // gone or replaced: a later round sees it
+		}
+		kinds, err := c.m.cfg.CustomResourceKinds(crd)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("serve custom resource definition %s: %w", s.crd.Name, err))
+			continue
+		}
+		if cur := c.served[s.crd.Name]; cur != nil {
+			remove = append(remove, cur.gvrs...)
+		}
+		next := &servedCRD{uid: crd.UID, generation: crd.Generation, names: s.crd.Status.AcceptedNames, kinds: kinds}
+		for _, k := range kinds {
+			next.gvrs = append(next.gvrs, k.GVK.GroupVersion().WithResource(k.Resource))
+		}
+		add = append(add, kinds...)
+		c.served[s.crd.Name] = next
+	}
 	if len(remove) > 0 || len(add) > 0 {
-		// A kind re-added after its removal in the same round stays.
+		// A kind re-added after its removal in the same snapshot stays.
 		c.m.cfg.Registry.Replace(remove, add)
 	}
 	return errors.Join(errs...)
 }
 
-// isServedCRDKind reports whether k was registered for a CRD.
-func (c *crdController) isServedCRDKind(k *registry.Kind) bool {
-	for _, s := range c.served {
-		if slices.Contains(s.kinds, k) {
-			return true
-		}
+// readForKinds reads s's CRD whole, as the kinds are built from it: its
+// stored spec with the accepted names the round gave it (they may lag the
+// spec's: a conflicting rename). It returns nil when the CRD is gone or
+// was replaced by another of the same name.
+func (c *crdController) readForKinds(ctx context.Context, s *crdState) (*apiextensionsv1.CustomResourceDefinition, error) {
+	o, err := c.m.cfg.Store.Get(ctx, store.Key{Resource: c.kind.StorageResource, Name: s.crd.Name})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
 	}
-	return false
+	if err != nil {
+		return nil, err
+	}
+	obj, err := c.kind.DecodeStored(o.Value)
+	if err != nil {
+		return nil, err
+	}
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return nil, fmt.Errorf("decode custom resource definition %s: got %T", s.crd.Name, obj)
+	}
+	if crd.UID != s.crd.UID {
+		return nil, nil
+	}
+	crd.Spec.Names = s.crd.Status.AcceptedNames
+	crd.Status = *s.crd.Status.DeepCopy()
+	return crd, nil
 }
 
 func findCondition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {

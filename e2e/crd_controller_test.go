@@ -99,6 +99,88 @@ func TestCRD_Established(t *testing.T) {
 	})
 }
 
+// TestCRD_EstablishedServes: CRDs created at once each become
+// Established with their names accepted, and a client that sees
+// Established in a watch event finds the custom resources served at once
+// (the kinds are registered before the status is written).
+func TestCRD_EstablishedServes(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	c := d.apiextensionsClient(t).ApiextensionsV1().CustomResourceDefinitions()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	list, err := c.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+
+	// Schemas of some size make building the kinds take a while, as
+	// they do for real operators.
+	props := map[string]apiextensionsv1.JSONSchemaProps{}
+	for i := range 40 {
+		props[fmt.Sprintf("field%02d", i)] = apiextensionsv1.JSONSchemaProps{Type: "object", Description: strings.Repeat("A nested block of settings. ", 5),
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"enabled": {Type: "boolean"}, "mode": {Type: "string", MaxLength: ptr[int64](8)}, "limit": {Type: "integer", Minimum: ptr(1.0)}}}
+	}
+	schema := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: props}}}
+	const n = 40
+	errs := make(chan error, n)
+	for i := range n {
+		go func() {
+			crd := &apiextensionsv1.CustomResourceDefinition{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("things%d.burst.example.com", i)},
+				Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+					Group: "burst.example.com", Scope: apiextensionsv1.NamespaceScoped,
+					Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: fmt.Sprintf("things%d", i), Singular: fmt.Sprintf("thing%d", i), Kind: fmt.Sprintf("Thing%d", i)},
+					Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+						Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: schema}}},
+				},
+			}
+			_, err := c.Create(ctx, crd, metav1.CreateOptions{})
+			errs <- err
+		}()
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	seen := map[string]bool{}
+	for len(seen) < n {
+		var ev watch.Event
+		select {
+		case ev = <-w.ResultChan():
+		case <-ctx.Done():
+			t.Fatalf("%d of %d CRDs established", len(seen), n)
+		}
+		crd, ok := ev.Object.(*apiextensionsv1.CustomResourceDefinition)
+		if !ok {
+			t.Fatalf("watch event %s: %T", ev.Type, ev.Object)
+		}
+		if seen[crd.Name] || !established(crd) {
+			continue
+		}
+		seen[crd.Name] = true
+		// Served when the event arrives.
+		if res := rawGet(t, d, "/apis/burst.example.com/v1/namespaces/default/"+crd.Spec.Names.Plural); res.Status != 200 {
+			t.Errorf("%s Established, but its list answers %d: %s", crd.Name, res.Status, res.Body)
+		}
+		wantCRDCondition(t, crd, apiextensionsv1.NamesAccepted, apiextensionsv1.ConditionTrue, "NoConflicts", "no conflicts found")
+		wantCRDCondition(t, crd, apiextensionsv1.Established, apiextensionsv1.ConditionTrue, "InitialNamesAccepted", "the initial names have been accepted")
+		if got, want := crd.Status.AcceptedNames, crd.Spec.Names; got.Plural != want.Plural || got.Kind != want.Kind || got.ListKind != want.Kind+"List" {
+			t.Errorf("%s: acceptedNames = %+v, want the spec's %+v", crd.Name, got, want)
+		}
+		if got := crd.Status.StoredVersions; len(got) != 1 || got[0] != "v1" {
+			t.Errorf("%s: storedVersions = %v, want [v1]", crd.Name, got)
+		}
+	}
+}
+
 // TestCRD_NamesConflict: a CRD of the same group asking for a kind
 // another CRD holds is not accepted (NamesAccepted False, KindConflict)
 // and not established; once the holder is deleted, it gets the names.

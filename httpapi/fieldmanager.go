@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unicode"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -85,7 +86,11 @@ func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfield
 	if k.Unstructured {
 		fm, err = f.newCRFieldManager(k, subresource, filters)
 	} else {
-		fm, err = managedfields.NewDefaultFieldManager(f.typeConverter(), registry.Scheme, registry.Scheme, registry.Scheme,
+		// Like kube-apiserver, the field manager converts without copying
+		// (runtime.UnsafeObjectConvertor): it only reads the objects it
+		// converts to their own version, and the scheme's convertor deep-
+		// copied both objects of every write for that.
+		fm, err = managedfields.NewDefaultFieldManager(f.typeConverter(), runtime.UnsafeObjectConvertor(registry.Scheme), registry.Scheme, registry.Scheme,
 			k.GVK, k.GVK.GroupVersion(), subresource, filters)
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -42,7 +43,8 @@ func (c boundedTypeConverter) ObjectToTyped(obj runtime.Object, opts ...typed.Va
 // map[string]interface{} of an unstructured one) with more than max
 // entries, and returns its path (JSON field names; ".name" and "[i]"
 // elements) and length. Byte slices are scalars here, as they are to
-// structured-merge-diff. It visits each value once.
+// structured-merge-diff. It visits each value once, and allocates one
+// value per map it walks.
 func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -51,22 +53,10 @@ func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 		}
 		return oversized(v.Elem(), max)
 	case reflect.Struct:
-		t := v.Type()
-		for i := 0; i < t.NumField(); i++ {
-			f := t.Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			if !mayNest(f.Type) {
-				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if p, n, ok := oversized(v.Field(i), max); ok {
-				if name != "" {
-					p = append([]string{"." + name}, p...)
+		for _, f := range nestingFields(v.Type()) {
+			if p, n, ok := oversized(v.Field(f.index), max); ok {
+				if f.name != "" {
+					p = append([]string{"." + f.name}, p...)
 				}
 				return p, n, true
 			}
@@ -75,12 +65,17 @@ func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 		if v.Len() > max {
 			return nil, v.Len(), true
 		}
-		if !mayNest(v.Type().Elem()) {
+		if v.Len() == 0 || !mayNest(v.Type().Elem()) {
 			return nil, 0, false
 		}
+		// A map value is not addressable: Value would copy each one into a
+		// new allocation (a struct such as a JSONSchemaProps is about
+		// 1 KB). They are copied into one value instead.
+		elem := reflect.New(v.Type().Elem()).Elem()
 		iter := v.MapRange()
 		for iter.Next() {
-			if p, n, ok := oversized(iter.Value(), max); ok {
+			elem.SetIterValue(iter)
+			if p, n, ok := oversized(elem, max); ok {
 				return append([]string{"." + fmt.Sprint(iter.Key().Interface())}, p...), n, true
 			}
 		}
@@ -101,6 +96,38 @@ func oversized(v reflect.Value, max int) (path []string, n int, ok bool) {
 		}
 	}
 	return nil, 0, false
+}
+
+// nestingField is a struct field that oversized looks into.
+type nestingField struct {
+	index int
+	name  string // its JSON name; "" when inlined
+}
+
+// nestingFieldsByType caches nestingFields: reading a type's fields and
+// tags takes longer than walking a value.
+var nestingFieldsByType sync.Map // reflect.Type -> []nestingField
+
+// nestingFields returns the exported fields of struct type t that can
+// hold a list or a map and that JSON does not skip.
+func nestingFields(t reflect.Type) []nestingField {
+	if fs, ok := nestingFieldsByType.Load(t); ok {
+		return fs.([]nestingField)
+	}
+	var fs []nestingField
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() || !mayNest(f.Type) {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		fs = append(fs, nestingField{index: i, name: name})
+	}
+	nestingFieldsByType.Store(t, fs)
+	return fs
 }
 
 // mayNest reports whether values of type t can hold a list or a map.

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -44,6 +46,32 @@ func BenchmarkOversized(b *testing.B) {
 		Data: map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5"},
 	}
 	v := reflect.ValueOf(cm)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, _, ok := oversized(v, maxTrackedEntries); ok {
+			b.Fatal("oversized")
+		}
+	}
+}
+
+// BenchmarkOversized_CRD measures the bound on a CustomResourceDefinition
+// with a schema of 40 properties (about 11 KB of JSON), which each of its
+// writes converts twice.
+func BenchmarkOversized_CRD(b *testing.B) {
+	props := map[string]apiextensionsv1.JSONSchemaProps{}
+	for i := range 40 {
+		props[fmt.Sprintf("field%02d", i)] = apiextensionsv1.JSONSchemaProps{Type: "object", Description: "A nested block of settings.",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"enabled": {Type: "boolean"}, "mode": {Type: "string"}, "limit": {Type: "integer"}}}
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "things.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+			Name: "v1", Served: true, Storage: true,
+			Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: props}}}},
+		}}},
+	}
+	v := reflect.ValueOf(crd)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		if _, _, ok := oversized(v, maxTrackedEntries); ok {

@@ -10,6 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -244,23 +246,66 @@ func (s *Server) beforeUpdate(ctx context.Context, r *request, obj, old runtime.
 		addWarnings(r.c, ws.WarningsOnUpdate(obj, old))
 	}
 	// A write that changes nothing keeps managedFields' times too.
-	if equality.Semantic.DeepEqual(stripManagedTimes(obj), stripManagedTimes(old)) {
+	if equalButManagedTimes(obj, old) {
 		registry.Accessor(obj).SetManagedFields(om.GetManagedFields())
 	}
 	return obj, finish, nil
 }
 
-// stripManagedTimes returns a copy of obj without managedFields times, for
-// no-op detection.
-func stripManagedTimes(obj runtime.Object) runtime.Object {
-	c := obj.DeepCopyObject()
-	m := registry.Accessor(c)
-	mf := m.GetManagedFields()
-	for i := range mf {
-		mf[i].Time = nil
+// equalButManagedTimes reports whether obj and old are equal but for the
+// times of their managedFields entries, for no-op detection. Both are the
+// request's own: each gets entries without times for the comparison, and
+// its own back after it (copying the objects instead cost more than the
+// comparison).
+func equalButManagedTimes(obj, old runtime.Object) bool {
+	restoreObj := withoutManagedTimes(obj)
+	defer restoreObj()
+	restoreOld := withoutManagedTimes(old)
+	defer restoreOld()
+	return equality.Semantic.DeepEqual(obj, old)
+}
+
+// withoutManagedTimes replaces obj's managedFields by copies of its
+// entries without times, and returns what puts the original back.
+func withoutManagedTimes(obj runtime.Object) (restore func()) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		// The entries of an unstructured object are maps: the time key
+		// is left out of a copy of each, and the list put back as it was.
+		md, _ := u.Object["metadata"].(map[string]interface{})
+		entries, ok := md["managedFields"].([]interface{})
+		if !ok {
+			return func() {}
+		}
+		stripped := make([]interface{}, len(entries))
+		for i, e := range entries {
+			em, ok := e.(map[string]interface{})
+			if !ok {
+				stripped[i] = e
+				continue
+			}
+			c := make(map[string]interface{}, len(em))
+			for k, v := range em {
+				if k != "time" {
+					c[k] = v
+				}
+			}
+			stripped[i] = c
+		}
+		md["managedFields"] = stripped
+		return func() { md["managedFields"] = entries }
 	}
-	m.SetManagedFields(mf)
-	return c
+	m := registry.Accessor(obj)
+	entries := m.GetManagedFields()
+	if len(entries) == 0 {
+		return func() {}
+	}
+	stripped := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i, e := range entries {
+		e.Time = nil
+		stripped[i] = e
+	}
+	m.SetManagedFields(stripped)
+	return func() { m.SetManagedFields(entries) }
 }
 
 func (s *Server) handleUpdate(r *request) error {

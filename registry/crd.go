@@ -198,10 +198,12 @@ func (crdStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 // PrepareForStatusUpdate keeps spec from old, and the metadata a status
 // write may not change (labels, annotations, owner references), as
 // kube-apiserver's CRD status strategy does. Finalizers may change: that
-// is how the cleanup controller lets a deleted CRD go.
+// is how the cleanup controller lets a deleted CRD go. The spec is shared
+// with old, as kube-apiserver shares it: neither is changed afterwards,
+// and copying the schemas cost as much as the rest of the write.
 func (crdStrategy) PrepareForStatusUpdate(obj, old runtime.Object) {
 	crd, oldCRD := obj.(*apiextensionsv1.CustomResourceDefinition), old.(*apiextensionsv1.CustomResourceDefinition)
-	crd.Spec = *oldCRD.Spec.DeepCopy()
+	crd.Spec = oldCRD.Spec
 	crd.Labels = oldCRD.Labels
 	crd.Annotations = oldCRD.Annotations
 	crd.OwnerReferences = oldCRD.OwnerReferences
@@ -209,17 +211,28 @@ func (crdStrategy) PrepareForStatusUpdate(obj, old runtime.Object) {
 
 // ValidateStatusUpdate is kube-apiserver's
 // ValidateUpdateCustomResourceDefinitionStatus: object-meta update rules
-// and status.acceptedNames.
+// and status.acceptedNames. The spec, which a status write cannot change,
+// is neither converted nor validated.
 func (crdStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
-	crd, err := crdToInternal(obj)
+	crd, err := crdStatusToInternal(obj)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
-	oldCRD, err := crdToInternal(old)
+	oldCRD, err := crdStatusToInternal(old)
 	if err != nil {
 		return field.ErrorList{field.InternalError(nil, err)}
 	}
 	return crdvalidation.StatusUpdate(crd, oldCRD)
+}
+
+// crdStatusToInternal converts the metadata and status of a v1 CRD to the
+// internal version, with an empty spec.
+func crdStatusToInternal(obj runtime.Object) (*apiextensions.CustomResourceDefinition, error) {
+	in, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok {
+		return nil, fmt.Errorf("convert CustomResourceDefinition: unexpected object %T", obj)
+	}
+	return crdToInternal(&apiextensionsv1.CustomResourceDefinition{TypeMeta: in.TypeMeta, ObjectMeta: in.ObjectMeta, Status: in.Status})
 }
 
 // crdToInternal converts a v1 CRD to the internal version that
@@ -240,6 +253,9 @@ func crdToInternal(obj runtime.Object) (*apiextensions.CustomResourceDefinition,
 // WarningsOnCreate is kube-apiserver's: one `unrecognized format "x"`
 // warning per schema format its validator does not know.
 func (crdStrategy) WarningsOnCreate(obj runtime.Object) []string {
+	if !hasUnrecognizedFormat(obj) {
+		return nil
+	}
 	crd, err := crdToInternal(obj)
 	if err != nil {
 		return nil
@@ -254,6 +270,9 @@ func (crdStrategy) WarningsOnCreate(obj runtime.Object) []string {
 // WarningsOnUpdate warns about the unrecognized formats the update
 // introduces, as kube-apiserver does.
 func (crdStrategy) WarningsOnUpdate(obj, old runtime.Object) []string {
+	if !hasUnrecognizedFormat(obj) {
+		return nil
+	}
 	crd, err := crdToInternal(obj)
 	if err != nil {
 		return nil
@@ -273,6 +292,13 @@ func (crdStrategy) WarningsOnUpdate(obj, old runtime.Object) []string {
 		}
 	}
 	return warnings
+}
+
+// hasUnrecognizedFormat reports whether obj, a v1 CRD, has a format to
+// warn about, without converting it (a conversion copies every schema).
+func hasUnrecognizedFormat(obj runtime.Object) bool {
+	crd, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	return !ok || crdvalidation.HasUnrecognizedFormat(&crd.Spec)
 }
 
 // unrecognizedFormats lists the formats of spec's schemas that

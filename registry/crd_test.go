@@ -388,6 +388,28 @@ func TestCRDStrategy_ValidateUpdate(t *testing.T) {
 			t.Errorf("got  %q\nwant %q", got, want)
 		}
 	})
+	t.Run("status subresource leaves the spec alone", func(t *testing.T) {
+		// A stored spec that today's rules refuse (a property without a
+		// type is not structural) does not stop a status write, as in
+		// kube-apiserver, whose status validation does not look at it.
+		old := newCronTabCRD(t)
+		old.ResourceVersion = "5"
+		old.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"] = apiextensionsv1.JSONSchemaProps{}
+		if len(crdStrategy{}.Validate(old)) == 0 {
+			t.Fatal("the stored spec is valid: the case tests nothing")
+		}
+		crd := old.DeepCopy()
+		crd.Status.AcceptedNames = crd.Spec.Names
+		crdStrategy{}.PrepareForStatusUpdate(crd, old)
+		if got := causes(crdStrategy{}.ValidateStatusUpdate(crd, old)); len(got) != 0 {
+			t.Errorf("got %q, want no causes", got)
+		}
+		crd.Name = "other.stable.example.com"
+		want := []string{"Invalid value metadata.name: field is immutable"}
+		if got := causes(crdStrategy{}.ValidateStatusUpdate(crd, old)); !reflect.DeepEqual(got, want) {
+			t.Errorf("renamed: got %q\nwant %q", got, want)
+		}
+	})
 }
 
 // TestCRDValidation_MatchesKube runs every case through kube-apiserver's
@@ -567,6 +589,38 @@ func TestCRDKind_Table(t *testing.T) {
 	}
 	if err := k.CheckFieldSelectorKey("spec.group"); err == nil || err.Error() != `"spec.group" is not a known field selector: only "metadata.name", "metadata.namespace"` {
 		t.Errorf("field selector spec.group: %v", err)
+	}
+}
+
+// TestCRDStrategy_WarningsBelow: a format is warned about wherever its
+// node is (the check that skips the conversion for CRDs without one walks
+// every kind of subschema).
+func TestCRDStrategy_WarningsBelow(t *testing.T) {
+	for _, y := range []string{
+		`{type: object, format: colour}`,
+		`{type: object, properties: {a: {type: object, properties: {b: {type: string, format: colour}}}}}`,
+		`{type: object, properties: {a: {type: array, items: {type: string, format: colour}}}}`,
+		`{type: object, additionalProperties: {type: string, format: colour}}`,
+		`{type: object, allOf: [{format: colour}]}`,
+		`{type: object, anyOf: [{format: colour}]}`,
+		`{type: object, oneOf: [{format: colour}]}`,
+		`{type: object, not: {format: colour}}`,
+		`{type: object, patternProperties: {"^a": {type: string, format: colour}}}`,
+		`{type: object, definitions: {d: {type: string, format: colour}}}`,
+		`{type: object, dependencies: {a: {format: colour}}}`,
+		`{type: array, items: [{type: string, format: colour}], additionalItems: {format: colour}}`,
+		`{type: integer, format: colour}`,
+	} {
+		crd := newCronTabCRD(t)
+		setSchema(0, y)(t, crd)
+		if got := (crdStrategy{}).WarningsOnCreate(crd); len(got) == 0 {
+			t.Errorf("%s: no warning", y)
+		}
+	}
+	crd := newCronTabCRD(t)
+	setSchema(0, `{type: object, properties: {a: {type: string, format: date-time}, b: {type: integer, format: int32}}}`)(t, crd)
+	if got := (crdStrategy{}).WarningsOnCreate(crd); got != nil {
+		t.Errorf("known formats: got %q, want none", got)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // stringFormats are the string formats kube-apiserver 1.36 validates,
@@ -33,6 +34,68 @@ func UnrecognizedFormats(spec *apiextensions.CustomResourceDefinitionSpec) []str
 		})
 	}
 	return out
+}
+
+// HasUnrecognizedFormat reports whether UnrecognizedFormats would list a
+// format for the internal version of spec. It walks the v1 schemas as
+// they are: most CRDs have no such format, and then the warnings cost no
+// conversion.
+func HasUnrecognizedFormat(spec *apiextensionsv1.CustomResourceDefinitionSpec) bool {
+	for i := range spec.Versions {
+		if v := spec.Versions[i].Schema; v != nil && unrecognizedFormatBelow(v.OpenAPIV3Schema) {
+			return true
+		}
+	}
+	return false
+}
+
+// unrecognizedFormatBelow reports whether s or a schema below it has a
+// format that is not known for its type.
+func unrecognizedFormatBelow(s *apiextensionsv1.JSONSchemaProps) bool {
+	if s == nil {
+		return false
+	}
+	if s.Format != "" && !formatKnown(s.Type, s.Format) {
+		return true
+	}
+	inMap := func(m map[string]apiextensionsv1.JSONSchemaProps) bool {
+		for k := range m {
+			sub := m[k]
+			if unrecognizedFormatBelow(&sub) {
+				return true
+			}
+		}
+		return false
+	}
+	inList := func(l []apiextensionsv1.JSONSchemaProps) bool {
+		for i := range l {
+			if unrecognizedFormatBelow(&l[i]) {
+				return true
+			}
+		}
+		return false
+	}
+	if s.Items != nil && (unrecognizedFormatBelow(s.Items.Schema) || inList(s.Items.JSONSchemas)) {
+		return true
+	}
+	if inList(s.AllOf) || inList(s.AnyOf) || inList(s.OneOf) || unrecognizedFormatBelow(s.Not) {
+		return true
+	}
+	if inMap(s.Properties) || inMap(s.PatternProperties) || inMap(s.Definitions) {
+		return true
+	}
+	if s.AdditionalProperties != nil && unrecognizedFormatBelow(s.AdditionalProperties.Schema) {
+		return true
+	}
+	if s.AdditionalItems != nil && unrecognizedFormatBelow(s.AdditionalItems.Schema) {
+		return true
+	}
+	for k := range s.Dependencies {
+		if unrecognizedFormatBelow(s.Dependencies[k].Schema) {
+			return true
+		}
+	}
+	return false
 }
 
 // formatKnown reports whether format means something for type t.
