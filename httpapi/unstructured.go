@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -84,6 +85,9 @@ func (s *Server) decodeUnstructuredBody(k *registry.Kind, body []byte, enc encod
 		data = js
 	}
 	obj, gvk, strictErrs, err := k.DecodeJSON(data, strict)
+	if isStatusError(err) {
+		return nil, nil, err // the kind cannot be served (500)
+	}
 	if err != nil {
 		if _, ierr := kjson.DefaultMetaFactory.Interpret(data); ierr != nil {
 			// What kube-apiserver's serializer reports first for a
@@ -115,6 +119,9 @@ func (s *Server) decodeUnstructuredBody(k *registry.Kind, body []byte, enc encod
 // decodeUnstructuredPatched is decodePatched for Unstructured kinds.
 func decodeUnstructuredPatched(k *registry.Kind, patchedJS []byte, strictErrs []error, validation string, quoted func() string) (runtime.Object, []string, error) {
 	obj, _, errs, err := k.DecodeJSON(patchedJS, validation != validationIgnore)
+	if isStatusError(err) {
+		return nil, nil, err // the kind cannot be served (500)
+	}
 	if err != nil {
 		return nil, nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), quoted(), err.Error())})
 	}
@@ -223,4 +230,12 @@ func (crCreator) New(gvk schema.GroupVersionKind) (runtime.Object, error) {
 	u := &unstructured.Unstructured{Object: map[string]interface{}{}}
 	u.SetGroupVersionKind(gvk)
 	return u, nil
+}
+
+// isStatusError reports whether a kind's DecodeJSON failed with an API
+// status of its own (a custom resource schema that cannot be built: 500)
+// rather than because of the document.
+func isStatusError(err error) bool {
+	var st apierrors.APIStatus
+	return err != nil && errors.As(err, &st)
 }

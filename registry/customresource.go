@@ -21,6 +21,7 @@ import (
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -84,12 +85,22 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 	if storage == "" {
 		return nil, fmt.Errorf("custom resource %s: no storage version", crd.Name)
 	}
+	// Versions with the same schema share one crSchema, so its validators
+	// and structural schema are built once.
 	schemas := map[string]*crSchema{}
+	byRaw := map[string]*crSchema{}
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
 		s, err := newCRSchema(crd, v)
 		if err != nil {
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
+		}
+		if s.raw != nil {
+			if same, ok := byRaw[string(s.raw)]; ok {
+				s = same
+			} else {
+				byRaw[string(s.raw)] = s
+			}
 		}
 		schemas[v.Name] = s
 	}
@@ -196,26 +207,32 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				if !ok {
 					return nil, fmt.Errorf("%s: unexpected object %T", gvk.Kind, obj)
 				}
-				if st.structural != nil {
-					if prune {
-						structuralpruning.Prune(u.Object, st.structural, true)
-					}
-					structuraldefaulting.Default(u.Object, st.structural)
+				stp, err := st.built()
+				if err != nil {
+					return nil, err
 				}
-				if served != storage && s.structural != nil && prune {
-					structuralpruning.Prune(u.Object, s.structural, true)
+				if stp.structural != nil {
+					if prune {
+						structuralpruning.Prune(u.Object, stp.structural, true)
+					}
+					structuraldefaulting.Default(u.Object, stp.structural)
+				}
+				if served != storage && prune {
+					sp, err := s.built()
+					if err != nil {
+						return nil, err
+					}
+					if sp.structural != nil {
+						structuralpruning.Prune(u.Object, sp.structural, true)
+					}
 				}
 				u.SetGroupVersionKind(gvk)
 				return u, nil
 			}
 		}
-		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+		if b := s.raw; b != nil {
 			// OpenAPI publishes the version's schema (kubectl explain,
-			// client-side apply), marshalled once per kind.
-			b, err := json.Marshal(v.Schema.OpenAPIV3Schema)
-			if err != nil {
-				return nil, fmt.Errorf("custom resource %s version %s: marshal schema: %w", crd.Name, v.Name, err)
-			}
+			// client-side apply): the JSON the kind keeps anyway.
 			k.OpenAPISchema = func() ([]byte, error) { return b, nil }
 		}
 		kinds = append(kinds, k)
@@ -247,17 +264,27 @@ func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomRes
 	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, best, spec.Names.Kind)
 }
 
-// crSchema is what one version's OpenAPI schema gives: the structural
-// schema (pruning, defaulting, list types, embedded objects), the OpenAPI
-// validators of the object and of its status, and the CEL rules.
+// crSchema is one version's OpenAPI schema and what it gives: the
+// structural schema (pruning, defaulting, list types, embedded objects),
+// the OpenAPI validators of the object and of its status, and the CEL
+// rules. A kind keeps only the schema's JSON until a request needs the
+// rest, which is built once, on first use, as kube-apiserver's CRD
+// handler builds a CRD's serving information on the first request for
+// it: 500 CRDs of which few are used then cost little memory (the parts
+// take about 100 KiB for a 20 KB schema; the JSON 11 KB).
 type crSchema struct {
-	// structural is nil when the version has no schema (only possible
-	// with spec.preserveUnknownFields, which v1 forbids).
-	structural      *structuralschema.Structural
-	validator       apiservervalidation.SchemaValidator
-	statusValidator apiservervalidation.SchemaValidator
 	preserveUnknown bool
-	hasDefaults     bool
+	// raw is the version's openAPIV3Schema as JSON (what OpenAPI
+	// publishes), nil when the version has none (only possible with
+	// spec.preserveUnknownFields, which v1 forbids).
+	raw []byte
+	// hasDefaults reports whether a node of the schema has a default.
+	hasDefaults bool
+
+	// once builds parts (or err) from raw on first use.
+	once  sync.Once
+	parts *crSchemaParts
+	err   error
 
 	// celOnce compiles the CEL rules on first use: a CEL environment
 	// takes about 100 KB, which kinds whose objects are never written
@@ -266,27 +293,42 @@ type crSchema struct {
 	cel     *cel.Validator
 }
 
-// celValidator returns the compiled x-kubernetes-validations rules, nil
-// when there are none.
-func (s *crSchema) celValidator() *cel.Validator {
-	s.celOnce.Do(func() {
-		if s.structural != nil {
-			s.cel = cel.NewValidator(s.structural, true, celconfig.PerCallLimit)
-		}
-	})
-	return s.cel
+// crSchemaParts is what a schema is built into. Without a schema every
+// field is nil.
+type crSchemaParts struct {
+	structural      *structuralschema.Structural
+	validator       apiservervalidation.SchemaValidator
+	statusValidator apiservervalidation.SchemaValidator
 }
 
-func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*crSchema, error) {
-	s := &crSchema{preserveUnknown: crd.Spec.PreserveUnknownFields}
-	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-		if !crd.Spec.PreserveUnknownFields {
-			return nil, fmt.Errorf("schema.openAPIV3Schema is required")
+// built returns the schema's parts, building them on the first call. A
+// schema that cannot be built (CRD validation refuses such schemas, so
+// only a CRD stored by an older, laxer version could have one) gives
+// every request that needs it kube-apiserver's 500 for it.
+func (s *crSchema) built() (*crSchemaParts, error) {
+	s.once.Do(func() {
+		p, err := s.build()
+		if err != nil {
+			s.err = apierrors.NewInternalError(fmt.Errorf("the server could not properly serve the CR schema: %w", err))
+			return
 		}
-		return s, nil
+		s.parts = p
+	})
+	return s.parts, s.err
+}
+
+// build makes the parts from raw.
+func (s *crSchema) build() (*crSchemaParts, error) {
+	p := &crSchemaParts{}
+	if s.raw == nil {
+		return p, nil
+	}
+	var v1 apiextensionsv1.JSONSchemaProps
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(s.raw, &v1); err != nil {
+		return nil, fmt.Errorf("decode schema: %w", err)
 	}
 	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&v1, internal, nil); err != nil {
 		return nil, fmt.Errorf("convert schema: %w", err)
 	}
 	st, err := structuralschema.NewStructural(internal)
@@ -300,35 +342,65 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	if err := structuraldefaulting.PruneDefaults(st); err != nil {
 		return nil, fmt.Errorf("prune defaults: %w", err)
 	}
-	s.structural = st
-	s.hasDefaults = hasDefaults(st)
-	if s.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
+	p.structural = st
+	if p.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("schema validator: %w", err)
 	}
 	if status, ok := internal.Properties["status"]; ok {
-		if s.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&status); err != nil {
+		if p.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&status); err != nil {
 			return nil, fmt.Errorf("status schema validator: %w", err)
 		}
 	}
+	return p, nil
+}
+
+// celValidator returns the compiled x-kubernetes-validations rules, nil
+// when there are none.
+func (s *crSchema) celValidator(p *crSchemaParts) *cel.Validator {
+	s.celOnce.Do(func() {
+		if p.structural != nil {
+			s.cel = cel.NewValidator(p.structural, true, celconfig.PerCallLimit)
+		}
+	})
+	return s.cel
+}
+
+// newCRSchema keeps v's schema as JSON; its parts are built on first use.
+func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*crSchema, error) {
+	s := &crSchema{preserveUnknown: crd.Spec.PreserveUnknownFields}
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		if !crd.Spec.PreserveUnknownFields {
+			return nil, fmt.Errorf("schema.openAPIV3Schema is required")
+		}
+		return s, nil
+	}
+	b, err := json.Marshal(v.Schema.OpenAPIV3Schema)
+	if err != nil {
+		return nil, fmt.Errorf("marshal schema: %w", err)
+	}
+	s.raw = b
+	s.hasDefaults = hasDefaultsV1(v.Schema.OpenAPIV3Schema)
 	return s, nil
 }
 
-// hasDefaults reports whether any node of s has a default.
-func hasDefaults(s *structuralschema.Structural) bool {
+// hasDefaultsV1 reports whether a node of the structural schema that s
+// gives has a default: s or, below it, its properties, items or
+// additionalProperties (the only places a structural schema has nodes).
+func hasDefaultsV1(s *apiextensionsv1.JSONSchemaProps) bool {
 	if s == nil {
 		return false
 	}
-	if s.Default.Object != nil {
+	if d := s.Default; d != nil && len(d.Raw) > 0 && string(d.Raw) != "null" {
 		return true
 	}
-	if s.Items != nil && hasDefaults(s.Items) {
+	if s.Items != nil && hasDefaultsV1(s.Items.Schema) {
 		return true
 	}
-	if s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) {
+	if s.AdditionalProperties != nil && hasDefaultsV1(s.AdditionalProperties.Schema) {
 		return true
 	}
 	for _, p := range s.Properties {
-		if hasDefaults(&p) {
+		if hasDefaultsV1(&p) {
 			return true
 		}
 	}
@@ -361,7 +433,11 @@ func (s *crSchema) decode(data []byte, gvk schema.GroupVersionKind, strict bool)
 	if _, ok := m["kind"].(string); !ok || actual.Kind == "" {
 		return nil, &actual, nil, fmt.Errorf("Object 'Kind' is missing in '%s'", data)
 	}
-	unknown, err := s.coerce(u, gvk, strict)
+	p, err := s.built()
+	if err != nil {
+		return nil, &actual, nil, err
+	}
+	unknown, err := s.coerce(p, u, gvk, strict)
 	if err != nil {
 		return nil, &actual, nil, err
 	}
@@ -383,7 +459,9 @@ func (s *crSchema) defaulter(gvk schema.GroupVersionKind) func(runtime.Object) {
 		if !ok || u.GroupVersionKind().GroupKind() != gvk.GroupKind() {
 			return
 		}
-		structuraldefaulting.Default(u.Object, s.structural)
+		if p, err := s.built(); err == nil && p.structural != nil {
+			structuraldefaulting.Default(u.Object, p.structural)
+		}
 	}
 }
 
@@ -391,7 +469,7 @@ func (s *crSchema) defaulter(gvk schema.GroupVersionKind) func(runtime.Object) {
 // a request: it prunes fields the schema does not know (returning their
 // paths when track is set), drops nulls the schema does not allow, and
 // coerces ObjectMeta (and that of embedded resources).
-func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionKind, track bool) ([]string, error) {
+func (s *crSchema) coerce(p *crSchemaParts, u *unstructured.Unstructured, gvk schema.GroupVersionKind, track bool) ([]string, error) {
 	kind, foundKind, err := unstructured.NestedString(u.Object, "kind")
 	if err != nil {
 		return nil, err
@@ -410,12 +488,12 @@ func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionK
 	if err != nil {
 		return nil, err
 	}
-	if gv.Group == gvk.Group && kind == gvk.Kind && s.structural != nil {
+	if st := p.structural; gv.Group == gvk.Group && kind == gvk.Kind && st != nil {
 		if !s.preserveUnknown {
-			unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
-			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
+			unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, st, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, st)
 		}
-		ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, s.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
+		ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, st, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -438,12 +516,15 @@ func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionK
 // applySchema returns the OpenAPI schema server-side apply types objects
 // with: the structural schema, with apiVersion and kind strings and
 // metadata a reference to ObjectMeta, as kube-apiserver's OpenAPI builder
-// gives it. Nil without a schema (apply then deduces types).
+// gives it. Nil without a schema (apply then deduces types), or when the
+// schema cannot be built (the decoding of the applied object has then
+// failed with that error already).
 func (s *crSchema) applySchema(gvk schema.GroupVersionKind) *spec.Schema {
-	if s.structural == nil {
+	p, err := s.built()
+	if err != nil || p.structural == nil {
 		return nil
 	}
-	out := s.structural.ToKubeOpenAPI()
+	out := p.structural.ToKubeOpenAPI()
 	if out.Properties == nil {
 		out.Properties = map[string]spec.Schema{}
 	}
@@ -535,20 +616,24 @@ func (c *crStrategy) NameValidator() func(string, bool) []string {
 // rest.BeforeCreate's generic object-meta check.
 func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 	u := obj.(*unstructured.Unstructured)
+	p, ferrs := c.parts()
+	if ferrs != nil {
+		return ferrs
+	}
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessor(u, c.namespaced, apimachineryvalidation.NameIsDNSSubdomain, metadataPath)...)
-		if c.schema.validator != nil {
-			errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, c.schema.validator)...)
+		if p.validator != nil {
+			errs = append(errs, apiservervalidation.ValidateCustomResource(nil, u.Object, p.validator)...)
 		}
 		errs = append(errs, c.validateScaleSpec(u)...)
 		errs = append(errs, c.validateScaleStatus(u)...)
 	}
-	if st := c.schema.structural; st != nil {
+	if st := p.structural; st != nil {
 		errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st, false)...)
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 	}
-	errs = append(errs, c.validateCEL(u.Object, nil, errs, nil)...)
+	errs = append(errs, c.validateCEL(p, u.Object, nil, errs, nil)...)
 	return withGenericCreate(errs, obj, c.namespaced)
 }
 
@@ -558,65 +643,83 @@ func (c *crStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
 	// Ratcheting (CRDValidationRatcheting, GA and locked on): a value the
 	// update leaves unchanged is not refused for breaking the schema.
-	correlated := c.correlate(u, o)
+	p, ferrs := c.parts()
+	if ferrs != nil {
+		return ferrs
+	}
+	correlated := c.correlate(p, u, o)
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
-		if c.schema.validator != nil {
-			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, o.Object, c.schema.validator,
+		if p.validator != nil {
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, o.Object, p.validator,
 				apiservervalidation.WithRatcheting(correlated))...)
 		}
 		errs = append(errs, c.validateScaleSpec(u)...)
 		errs = append(errs, c.validateScaleStatus(u)...)
 	}
-	if st := c.schema.structural; st != nil {
+	if st := p.structural; st != nil {
 		errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st, false)...)
 		// Ratcheting: a list that was already invalid may stay so.
 		if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, o.Object); len(oldErrs) == 0 {
 			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 		}
 	}
-	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
+	errs = append(errs, c.validateCEL(p, u.Object, o.Object, errs, correlated)...)
 	return errs
 }
 
 // correlate pairs the new object with the old for ratcheting.
-func (c *crStrategy) correlate(u, o *unstructured.Unstructured) *common.CorrelatedObject {
-	return common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: c.schema.structural})
+func (c *crStrategy) correlate(p *crSchemaParts, u, o *unstructured.Unstructured) *common.CorrelatedObject {
+	return common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: p.structural})
+}
+
+// parts returns the built schema of the version, or the error that
+// building it gave as the validation's only cause.
+func (c *crStrategy) parts() (*crSchemaParts, field.ErrorList) {
+	p, err := c.schema.built()
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	return p, nil
 }
 
 // ValidateStatusUpdate validates a status write against the status schema.
 func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
-	correlated := c.correlate(u, o)
+	p, ferrs := c.parts()
+	if ferrs != nil {
+		return ferrs
+	}
+	correlated := c.correlate(p, u, o)
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
-		if status, ok := u.Object["status"]; ok && c.schema.statusValidator != nil {
+		if status, ok := u.Object["status"]; ok && p.statusValidator != nil {
 			var opts []apiservervalidation.ValidationOption
-			if c.schema.structural != nil {
+			if p.structural != nil {
 				opts = append(opts, apiservervalidation.WithRatcheting(correlated.Key("status")))
 			}
-			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], c.schema.statusValidator, opts...)...)
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], p.statusValidator, opts...)...)
 		}
 		errs = append(errs, c.validateScaleStatus(u)...)
 	}
-	if st := c.schema.structural; st != nil {
+	if st := p.structural; st != nil {
 		if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object); len(newErrs) > 0 {
 			if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, o.Object); len(oldErrs) == 0 {
 				errs = append(errs, newErrs...)
 			}
 		}
 	}
-	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
+	errs = append(errs, c.validateCEL(p, u.Object, o.Object, errs, correlated)...)
 	return errs
 }
 
 // validateCEL evaluates the x-kubernetes-validations rules, unless errs
 // holds an error that makes them unsafe to run (kube-apiserver's
 // hasBlockingErr), within kube-apiserver's runtime cost budget.
-func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
-	v := c.schema.celValidator()
+func (c *crStrategy) validateCEL(p *crSchemaParts, obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
+	v := c.schema.celValidator(p)
 	if v == nil {
 		return nil
 	}
@@ -634,7 +737,7 @@ func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.Err
 	if correlated != nil {
 		opts = append(opts, cel.WithRatcheting(correlated))
 	}
-	celErrs, _ := v.Validate(context.Background(), nil, c.schema.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	celErrs, _ := v.Validate(context.Background(), nil, p.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return celErrs
 }
 
