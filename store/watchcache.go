@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -149,7 +150,14 @@ type WatchCache struct {
 	// (CachedEvent.Memo adds to it outside mu).
 	memoBytes atomic.Int64
 	lastRev   int64 // newest revision published (or seen at start)
-	watchers  map[*Watcher]struct{}
+	// latest is, for each key, its newest event in the ring unless that
+	// is a deletion. An update's PrevValue usually has the bytes of the
+	// Value of the key's event before it, read again from SQLite: the
+	// event shares that event's slice instead, so a burst of updates to
+	// large objects (CustomResourceDefinitions: 15 KB, written three
+	// times in their first second) keeps each state once.
+	latest   map[Key]*CachedEvent
+	watchers map[*Watcher]struct{}
 	closed    bool
 }
 
@@ -164,7 +172,7 @@ func NewWatchCache(db changeSource, cfg WatchCacheConfig) *WatchCache {
 	if cfg.WatcherBuffer <= 0 {
 		cfg.WatcherBuffer = DefaultWatcherBuffer
 	}
-	c := &WatchCache{cfg: cfg, db: db, ring: make([]*CachedEvent, cfg.MaxEvents), watchers: make(map[*Watcher]struct{})}
+	c := &WatchCache{cfg: cfg, db: db, ring: make([]*CachedEvent, cfg.MaxEvents), latest: make(map[Key]*CachedEvent), watchers: make(map[*Watcher]struct{})}
 	c.unsubscribe = db.Subscribe(c.publish)
 	c.mu.Lock()
 	if c.lastRev < db.Rev() && c.n == 0 {
@@ -209,6 +217,17 @@ func (c *WatchCache) publish(events []Event) {
 			old.evict()
 			c.ring[s%uint64(len(c.ring))] = nil
 			c.n--
+			if c.latest[old.Object.Key] == old {
+				delete(c.latest, old.Object.Key)
+			}
+		}
+		if l := c.latest[ev.Object.Key]; l != nil && ev.PrevValue != nil && bytes.Equal(l.Object.Value, ev.PrevValue) {
+			ev.PrevValue = l.Object.Value
+		}
+		if ev.Type == Deleted {
+			delete(c.latest, ev.Object.Key)
+		} else {
+			c.latest[ev.Object.Key] = ev
 		}
 		c.ring[c.seq%uint64(len(c.ring))] = ev
 		c.seq++

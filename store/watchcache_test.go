@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // nextN reads n events from w (each read bounded by a hang guard).
@@ -344,5 +345,53 @@ func TestWatchCache_IdleWatcherIsNotSlow(t *testing.T) {
 	ev := nextN(t, idle, 1)[0]
 	if got, want := ev.Rev(), int64(21); got != want {
 		t.Errorf("idle watcher's event: revision %d, want %d", got, want)
+	}
+}
+
+// TestWatchCache_SharesPrevValue: an update's previous state, read again
+// from the database, is kept once: the event shares the bytes of the
+// key's event before it. A watcher sees the same values as without.
+func TestWatchCache_SharesPrevValue(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{})
+	defer wc.Close()
+	ctx := context.Background()
+	w, err := wc.Watch(ctx, "", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	k := key("ns", "a")
+	mustCreate(t, db, k, "v1")
+	mustCreate(t, db, key("ns", "b"), "other")
+	for _, v := range []string{"v2", "v3"} {
+		if _, err := db.Update(ctx, k, Preconditions{}, obj("ns", "a", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Delete(ctx, k, Preconditions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, db, k, "v4")
+	if _, err := db.Update(ctx, k, Preconditions{}, obj("ns", "a", "v5")); err != nil {
+		t.Fatal(err)
+	}
+	events := nextN(t, w, 7)
+	var prev *CachedEvent
+	for i, ev := range events {
+		if ev.Object.Key != k {
+			continue
+		}
+		switch {
+		case ev.Type == Added && ev.PrevValue != nil:
+			t.Errorf("event %d: an Added event has a previous value", i)
+		case ev.Type != Added && prev == nil:
+			t.Fatalf("event %d: %v without an event before it", i, ev.Type)
+		case ev.Type != Added && string(ev.PrevValue) != string(prev.Object.Value):
+			t.Errorf("event %d: previous value %s, want %s", i, ev.PrevValue, prev.Object.Value)
+		case ev.Type != Added && unsafe.SliceData(ev.PrevValue) != unsafe.SliceData(prev.Object.Value):
+			t.Errorf("event %d (%v): previous value is a copy, want the bytes of event %d's value", i, ev.Type, i-1)
+		}
+		prev = ev
 	}
 }
