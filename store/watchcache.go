@@ -158,7 +158,7 @@ type WatchCache struct {
 	// times in their first second) keeps each state once.
 	latest   map[Key]*CachedEvent
 	watchers map[*Watcher]struct{}
-	closed    bool
+	closed   bool
 }
 
 // NewWatchCache starts a cache fed by db's commits. Close it to detach.
