@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -61,8 +62,7 @@ const objectMetaRef = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 // strategy Webhook the storage version is served, and every read or write
 // through another version fails with a clear error: no webhook is called.
 func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind, error) {
-	crd = crd.DeepCopy()
-	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	crd = withDefaults(crd)
 	webhook := false
 	if c := crd.Spec.Conversion; c != nil {
 		switch c.Strategy {
@@ -238,6 +238,18 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 		kinds = append(kinds, k)
 	}
 	return kinds, nil
+}
+
+// withDefaults returns crd with the API server's defaults (conversion
+// None, listKind, singular, the storage version in storedVersions): a
+// shallow copy that shares the versions and their schemas with crd, so a
+// burst of CRDs does not copy every schema once more.
+func withDefaults(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	out := *crd
+	out.Status.StoredVersions = slices.Clone(crd.Status.StoredVersions)
+	out.Spec.Conversion = crd.Spec.Conversion.DeepCopy()
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&out)
+	return &out
 }
 
 // verbsCustomResource are a custom resource's verbs in the order

@@ -522,3 +522,27 @@ func hasDefaults(s *structuralschema.Structural) bool {
 	}
 	return false
 }
+
+// TestCustomResourceKinds_InputUnchanged: the kinds are built with the
+// API server's defaults without writing them into the caller's CRD.
+func TestCustomResourceKinds_InputUnchanged(t *testing.T) {
+	doc := strings.Replace(testCRD, "  scope: Namespaced\n", "  scope: Namespaced\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {service: {namespace: ns, name: conv}}\n", 1)
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Status.StoredVersions = make([]string, 0, 4)
+	before := crd.DeepCopy()
+	kinds, err := CustomResourceKinds(&crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// storedVersions is empty with room to grow: a default appended to it
+	// must not land in the caller's array.
+	if !reflect.DeepEqual(&crd, before) || crd.Status.StoredVersions[:1][0] != "" {
+		t.Errorf("CustomResourceKinds changed its argument:\n%+v\nwas\n%+v", crd, before)
+	}
+	if kinds[0].ListKind != "CronTabList" || kinds[0].Singular != "crontab" {
+		t.Errorf("list kind %q, singular %q: want the defaults CronTabList, crontab", kinds[0].ListKind, kinds[0].Singular)
+	}
+}
