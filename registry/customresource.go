@@ -339,6 +339,10 @@ func (s *crSchema) build() (*crSchemaParts, error) {
 	if err := kjson.UnmarshalCaseSensitivePreserveInts(s.raw, &v1); err != nil {
 		return nil, fmt.Errorf("decode schema: %w", err)
 	}
+	// Descriptions are for OpenAPI, which publishes raw: pruning,
+	// defaulting, validation, CEL and apply never read them, and the
+	// parts would keep two copies.
+	dropDescriptions(&v1)
 	internal := &apiextensions.JSONSchemaProps{}
 	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&v1, internal, nil); err != nil {
 		return nil, fmt.Errorf("convert schema: %w", err)
@@ -375,6 +379,25 @@ func (s *crSchema) celValidator(p *crSchemaParts) *cel.Validator {
 		}
 	})
 	return s.cel
+}
+
+// dropDescriptions clears the description of s and of the nodes below it
+// that a structural schema keeps (properties, items, additionalProperties).
+func dropDescriptions(s *apiextensionsv1.JSONSchemaProps) {
+	if s == nil {
+		return
+	}
+	s.Description = ""
+	if s.Items != nil {
+		dropDescriptions(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil {
+		dropDescriptions(s.AdditionalProperties.Schema)
+	}
+	for k, p := range s.Properties {
+		dropDescriptions(&p)
+		s.Properties[k] = p
+	}
 }
 
 // newCRSchema keeps v's schema as JSON; its parts are built on first use.
