@@ -164,3 +164,31 @@ func TestNewCRTypeConverter_ReachableTypes(t *testing.T) {
 		t.Errorf("field set %s: want owner references and ports keyed as map lists", gotSet)
 	}
 }
+
+// TestFieldManagers_ForgetRemovedKinds: the field managers and type
+// converter of a custom resource kind go once the registry stops serving
+// it (its CRD changed or was deleted), not with the process.
+func TestFieldManagers_ForgetRemovedKinds(t *testing.T) {
+	reg := registry.New()
+	old := testCRKind(t)
+	reg.Add(old)
+	f := newFieldManagers(reg)
+	for _, sub := range []string{"", "status"} {
+		if _, err := f.get(old, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := testCRKind(t) // the CRD changed: a new kind at the same resource
+	reg.Replace(nil, []*registry.Kind{next})
+	if _, err := f.get(next, ""); err != nil {
+		t.Fatal(err)
+	}
+	for key := range f.byKind {
+		if key.kind == old {
+			t.Errorf("field manager of the replaced kind (subresource %q) kept", key.subresource)
+		}
+	}
+	if _, ok := f.crTypes[old]; ok || len(f.crTypes) != 1 {
+		t.Errorf("type converters: replaced kind kept %v, %d kept, want 1", ok, len(f.crTypes))
+	}
+}
