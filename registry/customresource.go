@@ -2,9 +2,11 @@ package registry
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
 	"slices"
@@ -95,11 +97,11 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 		if err != nil {
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
 		}
-		if s.raw != nil {
-			if same, ok := byRaw[string(s.raw)]; ok {
+		if s.packed != nil {
+			if same, ok := byRaw[string(s.packed)]; ok {
 				s = same
 			} else {
-				byRaw[string(s.raw)] = s
+				byRaw[string(s.packed)] = s
 			}
 		}
 		schemas[v.Name] = s
@@ -230,10 +232,10 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				return u, nil
 			}
 		}
-		if b := s.raw; b != nil {
+		if s.packed != nil {
 			// OpenAPI publishes the version's schema (kubectl explain,
 			// client-side apply): the JSON the kind keeps anyway.
-			k.OpenAPISchema = func() ([]byte, error) { return b, nil }
+			k.OpenAPISchema = s.schemaJSON
 		}
 		kinds = append(kinds, k)
 	}
@@ -283,13 +285,16 @@ func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomRes
 // rest, which is built once, on first use, as kube-apiserver's CRD
 // handler builds a CRD's serving information on the first request for
 // it: 500 CRDs of which few are used then cost little memory (the parts
-// take about 100 KiB for a 20 KB schema; the JSON 11 KB).
+// take about 100 KiB for a 20 KB schema, the JSON 11 KB and compressed
+// 1.5 KB).
 type crSchema struct {
 	preserveUnknown bool
-	// raw is the version's openAPIV3Schema as JSON (what OpenAPI
-	// publishes), nil when the version has none (only possible with
-	// spec.preserveUnknownFields, which v1 forbids).
-	raw []byte
+	// packed is the version's openAPIV3Schema as JSON (what OpenAPI
+	// publishes), compressed; nil when the version has none (only
+	// possible with spec.preserveUnknownFields, which v1 forbids). size
+	// is the JSON's length.
+	packed []byte
+	size   int
 	// hasDefaults reports whether a node of the schema has a default.
 	hasDefaults bool
 
@@ -332,14 +337,18 @@ func (s *crSchema) built() (*crSchemaParts, error) {
 // build makes the parts from raw.
 func (s *crSchema) build() (*crSchemaParts, error) {
 	p := &crSchemaParts{}
-	if s.raw == nil {
+	if s.packed == nil {
 		return p, nil
 	}
+	raw, err := s.schemaJSON()
+	if err != nil {
+		return nil, err
+	}
 	var v1 apiextensionsv1.JSONSchemaProps
-	if err := kjson.UnmarshalCaseSensitivePreserveInts(s.raw, &v1); err != nil {
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v1); err != nil {
 		return nil, fmt.Errorf("decode schema: %w", err)
 	}
-	// Descriptions are for OpenAPI, which publishes raw: pruning,
+	// Descriptions are for OpenAPI, which publishes the JSON: pruning,
 	// defaulting, validation, CEL and apply never read them, and the
 	// parts would keep two copies.
 	dropDescriptions(&v1)
@@ -381,6 +390,54 @@ func (s *crSchema) celValidator(p *crSchemaParts) *cel.Validator {
 	return s.cel
 }
 
+// schemaJSON returns the version's schema as JSON (a new copy each call).
+func (s *crSchema) schemaJSON() ([]byte, error) {
+	b, err := inflate(s.packed, s.size)
+	if err != nil {
+		return nil, fmt.Errorf("unpack schema: %w", err)
+	}
+	return b, nil
+}
+
+// deflaters and inflaters reuse the compressors' state (a flate.Writer
+// takes 600 KB) across kinds.
+var (
+	deflaters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.BestSpeed) // a valid level: no error
+		return w
+	}}
+	inflaters sync.Pool
+)
+
+// deflate compresses b: a CRD schema's descriptions repeat, and its JSON
+// takes a sixth or less.
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	w := deflaters.Get().(*flate.Writer)
+	w.Reset(&buf)
+	_, _ = w.Write(b) // writes to a bytes.Buffer do not fail
+	_ = w.Close()
+	deflaters.Put(w)
+	return bytes.Clone(buf.Bytes())
+}
+
+// inflate returns the size bytes deflate compressed into packed.
+func inflate(packed []byte, size int) ([]byte, error) {
+	src := bytes.NewReader(packed)
+	r, _ := inflaters.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(src)
+	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
+		return nil, err
+	}
+	defer inflaters.Put(r)
+	out := make([]byte, size)
+	if _, err := io.ReadFull(r, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // dropDescriptions clears the description of s and of the nodes below it
 // that a structural schema keeps (properties, items, additionalProperties).
 func dropDescriptions(s *apiextensionsv1.JSONSchemaProps) {
@@ -413,7 +470,7 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	if err != nil {
 		return nil, fmt.Errorf("marshal schema: %w", err)
 	}
-	s.raw = b
+	s.packed, s.size = deflate(b), len(b)
 	s.hasDefaults = hasDefaultsV1(v.Schema.OpenAPIV3Schema)
 	return s, nil
 }

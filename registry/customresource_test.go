@@ -546,3 +546,28 @@ func TestCustomResourceKinds_InputUnchanged(t *testing.T) {
 		t.Errorf("list kind %q, singular %q: want the defaults CronTabList, crontab", kinds[0].ListKind, kinds[0].Singular)
 	}
 }
+
+// TestCustomResourceKinds_OpenAPISchema: the schema a kind keeps
+// (compressed) is published as the CRD version's schema.
+func TestCustomResourceKinds_OpenAPISchema(t *testing.T) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict([]byte(testCRD), &crd); err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := CustomResourceKinds(&crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range kinds {
+		want, err := json.Marshal(crd.Spec.Versions[i].Schema.OpenAPIV3Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			got, err := k.OpenAPISchema()
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s: OpenAPISchema() = %s, %v; want %s", k.GVK, got, err, want)
+			}
+		}
+	}
+}
