@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Defaults for WatchCacheConfig fields left zero.
@@ -174,9 +175,11 @@ type WatchCache struct {
 	latest   map[Key]*CachedEvent
 	watchers map[*Watcher]struct{}
 	// releasedTo is the sequence number below which the events'
-	// encodings were dropped (see publish).
+	// encodings were dropped (see publish and releaseLoop).
 	releasedTo uint64
-	closed     bool
+	// stopRelease ends releaseLoop.
+	stopRelease chan struct{}
+	closed      bool
 }
 
 // NewWatchCache starts a cache fed by db's commits. Close it to detach.
@@ -192,6 +195,8 @@ func NewWatchCache(db changeSource, cfg WatchCacheConfig) *WatchCache {
 	}
 	c := &WatchCache{cfg: cfg, db: db, ring: make([]*CachedEvent, cfg.MaxEvents), latest: make(map[Key]*CachedEvent), watchers: make(map[*Watcher]struct{})}
 	c.unsubscribe = db.Subscribe(c.publish)
+	c.stopRelease = make(chan struct{})
+	go c.releaseLoop(c.stopRelease)
 	c.mu.Lock()
 	if c.lastRev < db.Rev() && c.n == 0 {
 		c.lastRev = db.Rev()
@@ -292,10 +297,54 @@ func (c *WatchCache) publish(events []Event) {
 	// keeps its value only (a burst of 500 CRDs watched by one client
 	// kept 14 MiB of encodings). A watcher that joins later at an older
 	// revision encodes them again.
-	for s := max(c.releasedTo, oldest); s < horizon; s++ {
+	c.releaseLocked(horizon)
+}
+
+// releaseLocked drops the encodings of the events below horizon, which
+// every watcher has written. The caller holds c.mu for writing.
+func (c *WatchCache) releaseLocked(horizon uint64) {
+	for s := max(c.releasedTo, c.oldestSeqLocked()); s < horizon; s++ {
 		c.at(s).dropMemo()
 	}
 	c.releasedTo = max(c.releasedTo, horizon)
+}
+
+// writtenHorizonLocked is the sequence number below which every watcher
+// has written the events. The caller holds c.mu.
+func (c *WatchCache) writtenHorizonLocked() uint64 {
+	horizon := c.seq
+	for w := range c.watchers {
+		horizon = min(horizon, w.written.Load())
+	}
+	return horizon
+}
+
+// releaseEvery is how often the encodings watchers wrote since the last
+// commit are dropped when no commit comes to drop them (the end of a
+// burst). A var so tests can shorten it.
+var releaseEvery = time.Second
+
+// releaseLoop drops written encodings every releaseEvery until stop.
+func (c *WatchCache) releaseLoop(stop <-chan struct{}) {
+	t := time.NewTicker(releaseEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		c.mu.RLock()
+		due := !c.closed && c.writtenHorizonLocked() > c.releasedTo
+		c.mu.RUnlock()
+		if due {
+			c.mu.Lock()
+			if !c.closed {
+				c.releaseLocked(c.writtenHorizonLocked())
+			}
+			c.mu.Unlock()
+		}
+	}
 }
 
 // Stats reports the ring's size; bytes counts values and memoized
@@ -345,6 +394,9 @@ func (c *WatchCache) Close() {
 	c.unsubscribe()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.closed {
+		close(c.stopRelease)
+	}
 	c.closed = true
 	for w := range c.watchers {
 		w.closeWith(ErrWatchClosed)

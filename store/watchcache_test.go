@@ -452,3 +452,41 @@ func TestWatchCache_EncodingsKeptForSlowerWatchers(t *testing.T) {
 		t.Errorf("the event was encoded %d times for two watchers, want once", builds)
 	}
 }
+
+// TestWatchCache_ReleasesWithoutCommits: the encodings of the last events
+// of a burst go once the watchers wrote them, without waiting for another
+// commit.
+func TestWatchCache_ReleasesWithoutCommits(t *testing.T) {
+	defer func(d time.Duration) { releaseEvery = d }(releaseEvery)
+	releaseEvery = 10 * time.Millisecond
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{})
+	defer wc.Close()
+	ctx := context.Background()
+	w, err := wc.Watch(ctx, "", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := range 3 {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+	}
+	for _, ev := range nextN(t, w, 3) {
+		ev.Memo("json", func() []byte { return make([]byte, 1000) })
+	}
+	_, before, _ := wc.Stats()
+	if evs, err := w.Drain(ctx, nil, 10); err != nil || len(evs) != 0 { // the watcher wrote all three
+		t.Fatalf("Drain: %d events, %v", len(evs), err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // a hang guard, not a timing check
+	for {
+		_, bytes, _ := wc.Stats()
+		if bytes < before-2000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ring still holds %d bytes (%d with the encodings), want the encodings dropped", bytes, before)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
