@@ -284,9 +284,9 @@ func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomRes
 // rules. A kind keeps only the schema's JSON until a request needs the
 // rest, which is built once, on first use, as kube-apiserver's CRD
 // handler builds a CRD's serving information on the first request for
-// it: 500 CRDs of which few are used then cost little memory (the parts
-// take about 100 KiB for a 20 KB schema, the JSON 11 KB and compressed
-// 1.5 KB).
+// it: 500 CRDs of which few are used then cost little memory (for the
+// bench's 40-field schema the parts take about 95 KiB, its 10.6 KB of JSON
+// 0.7 KB compressed; the Gateway API schemas compress 2.5 to 4.8 times).
 type crSchema struct {
 	preserveUnknown bool
 	// packed is the version's openAPIV3Schema as JSON (what OpenAPI
