@@ -32,6 +32,12 @@ type fieldManagers struct {
 
 	// creates memoizes the managedFields of custom resource creates.
 	creates createManagers
+	// reg, when set, is the registry whose snapshot generation gen the
+	// maps were last pruned at: the entries of Unstructured kinds it no
+	// longer serves (a CRD changed or deleted) are dropped, so a kind's
+	// type converter goes with it.
+	reg *registry.Registry
+	gen uint64
 }
 
 type fmKey struct {
@@ -42,8 +48,36 @@ type fmKey struct {
 	kind *registry.Kind
 }
 
-func newFieldManagers() *fieldManagers {
-	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager), crTypes: make(map[*registry.Kind]managedfields.TypeConverter)}
+func newFieldManagers(reg *registry.Registry) *fieldManagers {
+	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager), crTypes: make(map[*registry.Kind]managedfields.TypeConverter), reg: reg}
+}
+
+// pruneLocked drops the entries of Unstructured kinds the registry no
+// longer serves, once per registry change. The caller holds f.mu. A
+// request that started before the change may add an entry for its kind
+// again; the next change drops it.
+func (f *fieldManagers) pruneLocked() {
+	if f.reg == nil {
+		return
+	}
+	snap := f.reg.Snapshot()
+	if snap.Generation() == f.gen {
+		return
+	}
+	f.gen = snap.Generation()
+	gone := func(k *registry.Kind) bool {
+		return k.Unstructured && snap.Lookup(k.GVK.GroupVersion().WithResource(k.Resource)) != k
+	}
+	for key := range f.byKind {
+		if gone(key.kind) {
+			delete(f.byKind, key)
+		}
+	}
+	for k := range f.crTypes {
+		if gone(k) {
+			delete(f.crTypes, k)
+		}
+	}
 }
 
 func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
@@ -57,6 +91,7 @@ func (f *fieldManagers) get(k *registry.Kind, subresource string) (*managedfield
 	key := fmKey{k.GVK, subresource, k}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.pruneLocked()
 	if fm, ok := f.byKind[key]; ok {
 		return fm, nil
 	}

@@ -44,7 +44,7 @@ func TestCreateManagers_UpdateCreate(t *testing.T) {
 		{"last-applied annotation", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}},"spec":{}}`, false, false},
 		{"no metadata", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","spec":{"field00":"a"}}`, false, true},
 	}
-	fms := newFieldManagers()
+	fms := newFieldManagers(nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fm, err := fms.get(tt.kind, "")
@@ -103,7 +103,7 @@ func TestCreateManagers_Bound(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := gadgets[0]
-	fms := newFieldManagers()
+	fms := newFieldManagers(nil)
 	fm, err := fms.get(k, "")
 	if err != nil {
 		t.Fatal(err)

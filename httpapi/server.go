@@ -137,7 +137,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:           cfg,
 		log:           cfg.Logger,
 		codecs:        newCodecs(),
-		fieldManagers: newFieldManagers(),
+		fieldManagers: newFieldManagers(cfg.Registry),
 		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
 		handoff:       newHandoffListener(cfg.IdleTimeout),
 		largeBodies:   make(chan struct{}, cfg.MaxLargeRequests),

@@ -9,6 +9,11 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/kube-openapi/pkg/schemaconv"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+	"sigs.k8s.io/structured-merge-diff/v6/typed"
 	"sigs.k8s.io/yaml"
 
 	"github.com/edgeapi/edgeapi/registry"
@@ -137,5 +142,84 @@ func TestServedCache_Bound(t *testing.T) {
 	c.put(servedKey{n: -1}, make([]byte, servedCacheMaxObject+1))
 	if c.get(servedKey{n: -1}) != nil {
 		t.Errorf("an object over servedCacheMaxObject was cached")
+	}
+}
+
+// TestNewCRTypeConverter_ReachableTypes: a custom resource kind's type
+// converter keeps only the types its schema reaches, and types objects
+// (metadata included) as it did with every built-in type.
+func TestNewCRTypeConverter_ReachableTypes(t *testing.T) {
+	k := testCRKind(t)
+	tc, err := newCRTypeConverter(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := k.GVK.Group + "." + k.GVK.Version + "." + k.GVK.Kind
+	cr, err := schemaconv.ToSchemaFromOpenAPI(map[string]*spec.Schema{name: k.ApplySchema()}, k.PreserveUnknownFields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := crApplyTypes(cr.Types)
+	full := crTypeConverter{pt: (&typed.Parser{Schema: smdschema.Schema{Types: all}}).Type(name)}
+	if got := len(reachableTypes(name, all)); got == 0 || got > len(all)/4 {
+		t.Errorf("%d of %d types reachable, want a few", got, len(all))
+	}
+	obj := &unstructured.Unstructured{}
+	if err := json.Unmarshal([]byte(`{"apiVersion":"stable.example.com/v1","kind":"CronTab",
+		"metadata":{"name":"a","namespace":"n","labels":{"x":"y"},"annotations":{"a":"b"},"finalizers":["f/g"],
+			"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"u1","controller":true}]},
+		"spec":{"cronSpec":"* * * * *","replicas":2,"ports":[{"name":"http","port":80},{"name":"https","port":443}]},
+		"status":{"replicas":1}}`), &obj.Object); err != nil {
+		t.Fatal(err)
+	}
+	got, err := tc.ObjectToTyped(obj)
+	if err != nil {
+		t.Fatalf("ObjectToTyped: %v", err)
+	}
+	want, err := full.ObjectToTyped(obj)
+	if err != nil {
+		t.Fatalf("ObjectToTyped with every type: %v", err)
+	}
+	gotSet, err := got.ToFieldSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSet, err := want.ToFieldSet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !gotSet.Equals(wantSet) {
+		t.Errorf("field set\n%s\nwant\n%s", gotSet, wantSet)
+	}
+	if !strings.Contains(gotSet.String(), `.ownerReferences[uid="u1"]`) || !strings.Contains(gotSet.String(), `.ports[name="https"]`) {
+		t.Errorf("field set %s: want owner references and ports keyed as map lists", gotSet)
+	}
+}
+
+// TestFieldManagers_ForgetRemovedKinds: the field managers and type
+// converter of a custom resource kind go once the registry stops serving
+// it (its CRD changed or was deleted), not with the process.
+func TestFieldManagers_ForgetRemovedKinds(t *testing.T) {
+	reg := registry.New()
+	old := testCRKind(t)
+	reg.Add(old)
+	f := newFieldManagers(reg)
+	for _, sub := range []string{"", "status"} {
+		if _, err := f.get(old, sub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := testCRKind(t) // the CRD changed: a new kind at the same resource
+	reg.Replace(nil, []*registry.Kind{next})
+	if _, err := f.get(next, ""); err != nil {
+		t.Fatal(err)
+	}
+	for key := range f.byKind {
+		if key.kind == old {
+			t.Errorf("field manager of the replaced kind (subresource %q) kept", key.subresource)
+		}
+	}
+	if _, ok := f.crTypes[old]; ok || len(f.crTypes) != 1 {
+		t.Errorf("type converters: replaced kind kept %v, %d kept, want 1", ok, len(f.crTypes))
 	}
 }

@@ -120,11 +120,15 @@ func TestCELCreateCheck_Passes(t *testing.T) {
 	}
 }
 
-// newCRSchemaFromYAML builds the crSchema of an openAPIV3Schema.
-func newCRSchemaFromYAML(t *testing.T, y string) (*crSchema, error) {
+// newCRSchemaFromYAML builds the crSchema parts of an openAPIV3Schema.
+func newCRSchemaFromYAML(t *testing.T, y string) (*crSchemaParts, error) {
 	crd := newCronTabCRD(t)
 	setSchema(0, y)(t, crd)
-	return newCRSchema(crd, &crd.Spec.Versions[0])
+	s, err := newCRSchema(crd, &crd.Spec.Versions[0])
+	if err != nil {
+		return nil, err
+	}
+	return s.built()
 }
 
 // intsFromFloats turns whole float64s into int64s, as custom resource

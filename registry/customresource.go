@@ -2,11 +2,14 @@ package registry
 
 import (
 	"bytes"
+	"compress/flate"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +25,7 @@ import (
 	structuralpruning "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,8 +65,7 @@ const objectMetaRef = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
 // strategy Webhook the storage version is served, and every read or write
 // through another version fails with a clear error: no webhook is called.
 func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind, error) {
-	crd = crd.DeepCopy()
-	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(crd)
+	crd = withDefaults(crd)
 	webhook := false
 	if c := crd.Spec.Conversion; c != nil {
 		switch c.Strategy {
@@ -85,12 +88,22 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 	if storage == "" {
 		return nil, fmt.Errorf("custom resource %s: no storage version", crd.Name)
 	}
+	// Versions with the same schema share one crSchema, so its validators
+	// and structural schema are built once.
 	schemas := map[string]*crSchema{}
+	byRaw := map[string]*crSchema{}
 	for i := range crd.Spec.Versions {
 		v := &crd.Spec.Versions[i]
 		s, err := newCRSchema(crd, v)
 		if err != nil {
 			return nil, fmt.Errorf("custom resource %s version %s: %w", crd.Name, v.Name, err)
+		}
+		if s.packed != nil {
+			if same, ok := byRaw[string(s.packed)]; ok {
+				s = same
+			} else {
+				byRaw[string(s.packed)] = s
+			}
 		}
 		schemas[v.Name] = s
 	}
@@ -197,37 +210,51 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 				if !ok {
 					return nil, fmt.Errorf("%s: unexpected object %T", gvk.Kind, obj)
 				}
-				if st.structural != nil {
-					if prune {
-						structuralpruning.Prune(u.Object, st.structural, true)
-					}
-					structuraldefaulting.Default(u.Object, st.structural)
+				stp, err := st.built()
+				if err != nil {
+					return nil, err
 				}
-				if served != storage && s.structural != nil && prune {
-					structuralpruning.Prune(u.Object, s.structural, true)
+				if stp.structural != nil {
+					if prune {
+						structuralpruning.Prune(u.Object, stp.structural, true)
+					}
+					structuraldefaulting.Default(u.Object, stp.structural)
+				}
+				if served != storage && prune {
+					sp, err := s.built()
+					if err != nil {
+						return nil, err
+					}
+					if sp.structural != nil {
+						structuralpruning.Prune(u.Object, sp.structural, true)
+					}
 				}
 				u.SetGroupVersionKind(gvk)
 				return u, nil
 			}
-			k.CreatedReadsBack = served == storage && !defaultsDropped(st.structural, strategy.status)
-			var servedSchema *structuralschema.Structural
-			if served != storage {
-				servedSchema = s.structural
-			}
-			k.AppendServedJSON = newServedJSON(st.structural, servedSchema, prune, gvk.Group, gvk.Version, gvk.Kind).appendServed
+			k.CreatedReadsBack = served == storage && !st.metadataDefaults && !(strategy.status && st.statusDefault)
+			k.AppendServedJSON = lazyServedJSON(st, s, served != storage, prune, gvk)
 		}
-		if v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+		if s.packed != nil {
 			// OpenAPI publishes the version's schema (kubectl explain,
-			// client-side apply), marshalled once per kind.
-			b, err := json.Marshal(v.Schema.OpenAPIV3Schema)
-			if err != nil {
-				return nil, fmt.Errorf("custom resource %s version %s: marshal schema: %w", crd.Name, v.Name, err)
-			}
-			k.OpenAPISchema = func() ([]byte, error) { return b, nil }
+			// client-side apply): the JSON the kind keeps anyway.
+			k.OpenAPISchema = s.schemaJSON
 		}
 		kinds = append(kinds, k)
 	}
 	return kinds, nil
+}
+
+// withDefaults returns crd with the API server's defaults (conversion
+// None, listKind, singular, the storage version in storedVersions): a
+// shallow copy that shares the versions and their schemas with crd, so a
+// burst of CRDs does not copy every schema once more.
+func withDefaults(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	out := *crd
+	out.Status.StoredVersions = slices.Clone(crd.Status.StoredVersions)
+	out.Spec.Conversion = crd.Spec.Conversion.DeepCopy()
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&out)
+	return &out
 }
 
 // verbsCustomResource are a custom resource's verbs in the order
@@ -254,28 +281,40 @@ func defaultDeprecationWarning(deprecated string, spec apiextensionsv1.CustomRes
 	return msg + fmt.Sprintf("; use %s/%s %s", spec.Group, best, spec.Names.Kind)
 }
 
-// crSchema is what one version's OpenAPI schema gives: the structural
-// schema (pruning, defaulting, list types, embedded objects), the OpenAPI
-// validators of the object and of its status, and the CEL rules.
+// crSchema is one version's OpenAPI schema and what it gives: the
+// structural schema (pruning, defaulting, list types, embedded objects),
+// the OpenAPI validators of the object and of its status, and the CEL
+// rules. A kind keeps only the schema's JSON until a request needs the
+// rest, which is built once, on first use, as kube-apiserver's CRD
+// handler builds a CRD's serving information on the first request for
+// it: 500 CRDs of which few are used then cost little memory (for the
+// bench's 40-field schema the parts take about 95 KiB, its 10.6 KB of JSON
+// 0.7 KB compressed; the Gateway API schemas compress 2.5 to 4.8 times).
 type crSchema struct {
-	// structural is nil when the version has no schema (only possible
-	// with spec.preserveUnknownFields, which v1 forbids).
-	structural      *structuralschema.Structural
-	validator       apiservervalidation.SchemaValidator
-	statusValidator apiservervalidation.SchemaValidator
 	preserveUnknown bool
-	hasDefaults     bool
+	// packed is the version's openAPIV3Schema as JSON (what OpenAPI
+	// publishes), compressed; nil when the version has none (only
+	// possible with spec.preserveUnknownFields, which v1 forbids). size
+	// is the JSON's length.
+	packed []byte
+	size   int
+	// hasDefaults reports whether a node of the schema has a default;
+	// statusDefault whether status itself has one, metadataDefaults
+	// whether a node of metadata has one (see Kind.CreatedReadsBack).
+	hasDefaults      bool
+	statusDefault    bool
+	metadataDefaults bool
 
-	// openAPI is the schema validator's OpenAPI form; openAPICheck,
-	// built from it on first use, is the quick path of validator for
-	// creates (see openAPICheck).
-	openAPI          *spec.Schema
+	// once builds parts (or err) from raw on first use.
+	once  sync.Once
+	parts *crSchemaParts
+	err   error
+
+	// openAPICheck, built from the parts' OpenAPI form on first use, is
+	// the quick path of the schema validator for creates (see
+	// openAPICheck).
 	openAPICheckOnce sync.Once
 	openAPICheck     *openAPICheck
-
-	// hasRules is whether the schema has x-kubernetes-validations
-	// rules that cel.Validator runs (any outside allOf).
-	hasRules bool
 
 	// celOnce compiles the CEL rules on first use: a CEL environment
 	// takes about 100 KB, which kinds whose objects are never written
@@ -290,41 +329,69 @@ type crSchema struct {
 
 // validateCreate returns the OpenAPI schema validator's errors for obj,
 // being created: none, without running it, when openAPICheck passes obj.
-func (s *crSchema) validateCreate(obj map[string]interface{}) field.ErrorList {
-	s.openAPICheckOnce.Do(func() { s.openAPICheck = newOpenAPICheck(s.openAPI) })
+func (s *crSchema) validateCreate(p *crSchemaParts, obj map[string]interface{}) field.ErrorList {
+	s.openAPICheckOnce.Do(func() { s.openAPICheck = newOpenAPICheck(p.openAPI) })
 	if s.openAPICheck.passes(obj) {
 		return nil
 	}
-	return apiservervalidation.ValidateCustomResource(nil, obj, s.validator)
+	return apiservervalidation.ValidateCustomResource(nil, obj, p.validator)
 }
 
 // createCheck returns the rules' check for creates (see celCreateCheck).
-func (s *crSchema) createCheck() *celCreateCheck {
-	s.celCheckOnce.Do(func() { s.celCheck = newCELCreateCheck(s.structural, celconfig.PerCallLimit) })
+func (s *crSchema) createCheck(p *crSchemaParts) *celCreateCheck {
+	s.celCheckOnce.Do(func() { s.celCheck = newCELCreateCheck(p.structural, celconfig.PerCallLimit) })
 	return s.celCheck
 }
 
-// celValidator returns the compiled x-kubernetes-validations rules, nil
-// when there are none.
-func (s *crSchema) celValidator() *cel.Validator {
-	s.celOnce.Do(func() {
-		if s.structural != nil {
-			s.cel = cel.NewValidator(s.structural, true, celconfig.PerCallLimit)
-		}
-	})
-	return s.cel
+// crSchemaParts is what a schema is built into. Without a schema every
+// field is nil.
+type crSchemaParts struct {
+	structural      *structuralschema.Structural
+	validator       apiservervalidation.SchemaValidator
+	statusValidator apiservervalidation.SchemaValidator
+	// openAPI is the validator's OpenAPI form (for openAPICheck).
+	openAPI *spec.Schema
+	// hasRules is whether the schema has x-kubernetes-validations
+	// rules that cel.Validator runs (any outside allOf).
+	hasRules bool
 }
 
-func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*crSchema, error) {
-	s := &crSchema{preserveUnknown: crd.Spec.PreserveUnknownFields}
-	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-		if !crd.Spec.PreserveUnknownFields {
-			return nil, fmt.Errorf("schema.openAPIV3Schema is required")
+// built returns the schema's parts, building them on the first call. A
+// schema that cannot be built (CRD validation refuses such schemas, so
+// only a CRD stored by an older, laxer version could have one) gives
+// every request that needs it kube-apiserver's 500 for it.
+func (s *crSchema) built() (*crSchemaParts, error) {
+	s.once.Do(func() {
+		p, err := s.build()
+		if err != nil {
+			s.err = apierrors.NewInternalError(fmt.Errorf("the server could not properly serve the CR schema: %w", err))
+			return
 		}
-		return s, nil
+		s.parts = p
+	})
+	return s.parts, s.err
+}
+
+// build makes the parts from raw.
+func (s *crSchema) build() (*crSchemaParts, error) {
+	p := &crSchemaParts{}
+	if s.packed == nil {
+		return p, nil
 	}
+	raw, err := s.schemaJSON()
+	if err != nil {
+		return nil, err
+	}
+	var v1 apiextensionsv1.JSONSchemaProps
+	if err := kjson.UnmarshalCaseSensitivePreserveInts(raw, &v1); err != nil {
+		return nil, fmt.Errorf("decode schema: %w", err)
+	}
+	// Descriptions are for OpenAPI, which publishes the JSON: pruning,
+	// defaulting, validation, CEL and apply never read them, and the
+	// parts would keep two copies.
+	dropDescriptions(&v1)
 	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&v1, internal, nil); err != nil {
 		return nil, fmt.Errorf("convert schema: %w", err)
 	}
 	st, err := structuralschema.NewStructural(internal)
@@ -338,34 +405,152 @@ func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensions
 	if err := structuraldefaulting.PruneDefaults(st); err != nil {
 		return nil, fmt.Errorf("prune defaults: %w", err)
 	}
-	s.structural = st
-	s.hasDefaults = hasDefaults(st)
-	s.hasRules = hasRules(st)
-	if s.validator, s.openAPI, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
+	p.structural = st
+	p.hasRules = hasRules(st)
+	if p.validator, p.openAPI, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("schema validator: %w", err)
 	}
 	if status, ok := internal.Properties["status"]; ok {
-		if s.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&status); err != nil {
+		if p.statusValidator, _, err = apiservervalidation.NewSchemaValidator(&status); err != nil {
 			return nil, fmt.Errorf("status schema validator: %w", err)
 		}
+	}
+	return p, nil
+}
+
+// celValidator returns the compiled x-kubernetes-validations rules, nil
+// when there are none.
+func (s *crSchema) celValidator(p *crSchemaParts) *cel.Validator {
+	s.celOnce.Do(func() {
+		if p.structural != nil {
+			s.cel = cel.NewValidator(p.structural, true, celconfig.PerCallLimit)
+		}
+	})
+	return s.cel
+}
+
+// schemaJSON returns the version's schema as JSON (a new copy each call).
+func (s *crSchema) schemaJSON() ([]byte, error) {
+	b, err := inflate(s.packed, s.size)
+	if err != nil {
+		return nil, fmt.Errorf("unpack schema: %w", err)
+	}
+	return b, nil
+}
+
+// deflaters and inflaters reuse the compressors' state (a flate.Writer
+// takes 600 KB) across kinds.
+var (
+	deflaters = sync.Pool{New: func() any {
+		w, _ := flate.NewWriter(nil, flate.BestSpeed) // a valid level: no error
+		return w
+	}}
+	inflaters sync.Pool
+)
+
+// deflate compresses b: a CRD schema's descriptions repeat, and its JSON
+// takes a sixth or less.
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	w := deflaters.Get().(*flate.Writer)
+	w.Reset(&buf)
+	_, _ = w.Write(b) // writes to a bytes.Buffer do not fail
+	_ = w.Close()
+	deflaters.Put(w)
+	return bytes.Clone(buf.Bytes())
+}
+
+// inflate returns the size bytes deflate compressed into packed.
+func inflate(packed []byte, size int) ([]byte, error) {
+	src := bytes.NewReader(packed)
+	r, _ := inflaters.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(src)
+	} else if err := r.(flate.Resetter).Reset(src, nil); err != nil {
+		return nil, err
+	}
+	defer inflaters.Put(r)
+	out := make([]byte, size)
+	if _, err := io.ReadFull(r, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// dropDescriptions clears the description of s and of the nodes below it
+// that a structural schema keeps (properties, items, additionalProperties).
+func dropDescriptions(s *apiextensionsv1.JSONSchemaProps) {
+	if s == nil {
+		return
+	}
+	s.Description = ""
+	if s.Items != nil {
+		dropDescriptions(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil {
+		dropDescriptions(s.AdditionalProperties.Schema)
+	}
+	for k, p := range s.Properties {
+		dropDescriptions(&p)
+		s.Properties[k] = p
+	}
+}
+
+// newCRSchema keeps v's schema as JSON; its parts are built on first use.
+func newCRSchema(crd *apiextensionsv1.CustomResourceDefinition, v *apiextensionsv1.CustomResourceDefinitionVersion) (*crSchema, error) {
+	s := &crSchema{preserveUnknown: crd.Spec.PreserveUnknownFields}
+	if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+		if !crd.Spec.PreserveUnknownFields {
+			return nil, fmt.Errorf("schema.openAPIV3Schema is required")
+		}
+		return s, nil
+	}
+	b, err := json.Marshal(v.Schema.OpenAPIV3Schema)
+	if err != nil {
+		return nil, fmt.Errorf("marshal schema: %w", err)
+	}
+	s.packed, s.size = deflate(b), len(b)
+	s.hasDefaults = hasDefaultsV1(v.Schema.OpenAPIV3Schema)
+	if st, ok := v.Schema.OpenAPIV3Schema.Properties["status"]; ok {
+		s.statusDefault = st.Default != nil && len(st.Default.Raw) > 0 && string(st.Default.Raw) != "null"
+	}
+	if md, ok := v.Schema.OpenAPIV3Schema.Properties["metadata"]; ok {
+		s.metadataDefaults = hasDefaultsV1(&md)
 	}
 	return s, nil
 }
 
-// defaultsDropped reports whether reading back a created object through
-// schema s may add defaults that the create path removed after decoding:
-// status (when the status subresource is on, PrepareForCreate drops it)
-// with a default of its own, or defaults in root metadata, which the
-// create path rewrites.
-func defaultsDropped(s *structuralschema.Structural, status bool) bool {
-	if s == nil {
-		return false
+// lazyServedJSON returns Kind.AppendServedJSON for a kind read through the
+// storage version's schema st and, when servedDiffers, pruned to its own
+// version's schema s: built on the first read, as the schemas are; a
+// schema that cannot be built leaves every object to decoding (which then
+// answers the schema's error).
+func lazyServedJSON(st, s *crSchema, servedDiffers, prune bool, gvk schema.GroupVersionKind) func(dst, value []byte) ([]byte, bool) {
+	var (
+		once sync.Once
+		sj   *servedJSON
+	)
+	return func(dst, value []byte) ([]byte, bool) {
+		once.Do(func() {
+			stp, err := st.built()
+			if err != nil {
+				return
+			}
+			var served *structuralschema.Structural
+			if servedDiffers {
+				sp, err := s.built()
+				if err != nil {
+					return
+				}
+				served = sp.structural
+			}
+			sj = newServedJSON(stp.structural, served, prune, gvk.Group, gvk.Version, gvk.Kind)
+		})
+		if sj == nil {
+			return dst, false
+		}
+		return sj.appendServed(dst, value)
 	}
-	if st, ok := s.Properties["status"]; ok && status && st.Default.Object != nil {
-		return true
-	}
-	md, ok := s.Properties["metadata"]
-	return ok && hasDefaults(&md)
 }
 
 // hasRules reports whether any node of s outside allOf has
@@ -388,22 +573,24 @@ func hasRules(s *structuralschema.Structural) bool {
 	return false
 }
 
-// hasDefaults reports whether any node of s has a default.
-func hasDefaults(s *structuralschema.Structural) bool {
+// hasDefaultsV1 reports whether a node of the structural schema that s
+// gives has a default: s or, below it, its properties, items or
+// additionalProperties (the only places a structural schema has nodes).
+func hasDefaultsV1(s *apiextensionsv1.JSONSchemaProps) bool {
 	if s == nil {
 		return false
 	}
-	if s.Default.Object != nil {
+	if d := s.Default; d != nil && len(d.Raw) > 0 && string(d.Raw) != "null" {
 		return true
 	}
-	if s.Items != nil && hasDefaults(s.Items) {
+	if s.Items != nil && hasDefaultsV1(s.Items.Schema) {
 		return true
 	}
-	if s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) {
+	if s.AdditionalProperties != nil && hasDefaultsV1(s.AdditionalProperties.Schema) {
 		return true
 	}
 	for _, p := range s.Properties {
-		if hasDefaults(&p) {
+		if hasDefaultsV1(&p) {
 			return true
 		}
 	}
@@ -436,7 +623,11 @@ func (s *crSchema) decode(data []byte, gvk schema.GroupVersionKind, strict bool)
 	if _, ok := m["kind"].(string); !ok || actual.Kind == "" {
 		return nil, &actual, nil, fmt.Errorf("Object 'Kind' is missing in '%s'", data)
 	}
-	unknown, err := s.coerce(u, gvk, strict)
+	p, err := s.built()
+	if err != nil {
+		return nil, &actual, nil, err
+	}
+	unknown, err := s.coerce(p, u, gvk, strict)
 	if err != nil {
 		return nil, &actual, nil, err
 	}
@@ -458,7 +649,9 @@ func (s *crSchema) defaulter(gvk schema.GroupVersionKind) func(runtime.Object) {
 		if !ok || u.GroupVersionKind().GroupKind() != gvk.GroupKind() {
 			return
 		}
-		structuraldefaulting.Default(u.Object, s.structural)
+		if p, err := s.built(); err == nil && p.structural != nil {
+			structuraldefaulting.Default(u.Object, p.structural)
+		}
 	}
 }
 
@@ -466,7 +659,7 @@ func (s *crSchema) defaulter(gvk schema.GroupVersionKind) func(runtime.Object) {
 // a request: it prunes fields the schema does not know (returning their
 // paths when track is set), drops nulls the schema does not allow, and
 // coerces ObjectMeta (and that of embedded resources).
-func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionKind, track bool) ([]string, error) {
+func (s *crSchema) coerce(p *crSchemaParts, u *unstructured.Unstructured, gvk schema.GroupVersionKind, track bool) ([]string, error) {
 	kind, foundKind, err := unstructured.NestedString(u.Object, "kind")
 	if err != nil {
 		return nil, err
@@ -493,12 +686,12 @@ func (s *crSchema) coerce(u *unstructured.Unstructured, gvk schema.GroupVersionK
 	if err != nil {
 		return nil, err
 	}
-	if gv.Group == gvk.Group && kind == gvk.Kind && s.structural != nil {
+	if st := p.structural; gv.Group == gvk.Group && kind == gvk.Kind && st != nil {
 		if !s.preserveUnknown {
-			unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, s.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
-			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, s.structural)
+			unknown = append(unknown, structuralpruning.PruneWithOptions(u.Object, st, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: track})...)
+			structuraldefaulting.PruneNonNullableNullsWithoutDefaults(u.Object, st)
 		}
-		ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, s.structural, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
+		ferr, paths := schemaobjectmeta.CoerceWithOptions(nil, u.Object, st, false, schemaobjectmeta.CoerceOptions{ReturnUnknownFieldPaths: track})
 		if ferr != nil {
 			return nil, ferr
 		}
@@ -588,12 +781,15 @@ func coercedSimpleMetadata(metadata interface{}) (map[string]interface{}, bool) 
 // applySchema returns the OpenAPI schema server-side apply types objects
 // with: the structural schema, with apiVersion and kind strings and
 // metadata a reference to ObjectMeta, as kube-apiserver's OpenAPI builder
-// gives it. Nil without a schema (apply then deduces types).
+// gives it. Nil without a schema (apply then deduces types), or when the
+// schema cannot be built (the decoding of the applied object has then
+// failed with that error already).
 func (s *crSchema) applySchema(gvk schema.GroupVersionKind) *spec.Schema {
-	if s.structural == nil {
+	p, err := s.built()
+	if err != nil || p.structural == nil {
 		return nil
 	}
-	out := s.structural.ToKubeOpenAPI()
+	out := p.structural.ToKubeOpenAPI()
 	if out.Properties == nil {
 		out.Properties = map[string]spec.Schema{}
 	}
@@ -685,20 +881,24 @@ func (c *crStrategy) NameValidator() func(string, bool) []string {
 // rest.BeforeCreate's generic object-meta check (which then passes too).
 func (c *crStrategy) Validate(obj runtime.Object) field.ErrorList {
 	u := obj.(*unstructured.Unstructured)
+	p, ferrs := c.parts()
+	if ferrs != nil {
+		return ferrs
+	}
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessor(validationMeta{u}, c.namespaced, apimachineryvalidation.NameIsDNSSubdomain, metadataPath)...)
-		if c.schema.validator != nil {
-			errs = append(errs, c.schema.validateCreate(u.Object)...)
+		if p.validator != nil {
+			errs = append(errs, c.schema.validateCreate(p, u.Object)...)
 		}
 		errs = append(errs, c.validateScaleSpec(u)...)
 		errs = append(errs, c.validateScaleStatus(u)...)
 	}
-	if st := c.schema.structural; st != nil {
+	if st := p.structural; st != nil {
 		errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st, false)...)
 		errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 	}
-	errs = append(errs, c.validateCEL(u.Object, nil, errs, nil)...)
+	errs = append(errs, c.validateCEL(p, u.Object, nil, errs, nil)...)
 	// rest.BeforeCreate's generic object-meta check (ValidateGenericCreate)
 	// runs only when errs is empty, and then would find nothing: the check
 	// above passed, and differs from it only in checking names as path
@@ -783,65 +983,83 @@ func (c *crStrategy) ValidateUpdate(obj, old runtime.Object) field.ErrorList {
 	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
 	// Ratcheting (CRDValidationRatcheting, GA and locked on): a value the
 	// update leaves unchanged is not refused for breaking the schema.
-	correlated := c.correlate(u, o)
+	p, ferrs := c.parts()
+	if ferrs != nil {
+		return ferrs
+	}
+	correlated := c.correlate(p, u, o)
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
-		if c.schema.validator != nil {
-			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, o.Object, c.schema.validator,
+		if p.validator != nil {
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(nil, u.Object, o.Object, p.validator,
 				apiservervalidation.WithRatcheting(correlated))...)
 		}
 		errs = append(errs, c.validateScaleSpec(u)...)
 		errs = append(errs, c.validateScaleStatus(u)...)
 	}
-	if st := c.schema.structural; st != nil {
+	if st := p.structural; st != nil {
 		errs = append(errs, schemaobjectmeta.Validate(nil, u.Object, st, false)...)
 		// Ratcheting: a list that was already invalid may stay so.
 		if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, o.Object); len(oldErrs) == 0 {
 			errs = append(errs, structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object)...)
 		}
 	}
-	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
+	errs = append(errs, c.validateCEL(p, u.Object, o.Object, errs, correlated)...)
 	return errs
 }
 
 // correlate pairs the new object with the old for ratcheting.
-func (c *crStrategy) correlate(u, o *unstructured.Unstructured) *common.CorrelatedObject {
-	return common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: c.schema.structural})
+func (c *crStrategy) correlate(p *crSchemaParts, u, o *unstructured.Unstructured) *common.CorrelatedObject {
+	return common.NewCorrelatedObject(u.Object, o.Object, &model.Structural{Structural: p.structural})
+}
+
+// parts returns the built schema of the version, or the error that
+// building it gave as the validation's only cause.
+func (c *crStrategy) parts() (*crSchemaParts, field.ErrorList) {
+	p, err := c.schema.built()
+	if err != nil {
+		return nil, field.ErrorList{field.InternalError(nil, err)}
+	}
+	return p, nil
 }
 
 // ValidateStatusUpdate validates a status write against the status schema.
 func (c *crStrategy) ValidateStatusUpdate(obj, old runtime.Object) field.ErrorList {
 	u, o := obj.(*unstructured.Unstructured), old.(*unstructured.Unstructured)
-	correlated := c.correlate(u, o)
+	p, ferrs := c.parts()
+	if ferrs != nil {
+		return ferrs
+	}
+	correlated := c.correlate(p, u, o)
 	errs := c.validateTypeMeta(u)
 	if len(errs) == 0 {
 		errs = append(errs, apimachineryvalidation.ValidateObjectMetaAccessorUpdate(u, o, metadataPath)...)
-		if status, ok := u.Object["status"]; ok && c.schema.statusValidator != nil {
+		if status, ok := u.Object["status"]; ok && p.statusValidator != nil {
 			var opts []apiservervalidation.ValidationOption
-			if c.schema.structural != nil {
+			if p.structural != nil {
 				opts = append(opts, apiservervalidation.WithRatcheting(correlated.Key("status")))
 			}
-			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], c.schema.statusValidator, opts...)...)
+			errs = append(errs, apiservervalidation.ValidateCustomResourceUpdate(field.NewPath("status"), status, o.Object["status"], p.statusValidator, opts...)...)
 		}
 		errs = append(errs, c.validateScaleStatus(u)...)
 	}
-	if st := c.schema.structural; st != nil {
+	if st := p.structural; st != nil {
 		if newErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, u.Object); len(newErrs) > 0 {
 			if oldErrs := structurallisttype.ValidateListSetsAndMaps(nil, st, o.Object); len(oldErrs) == 0 {
 				errs = append(errs, newErrs...)
 			}
 		}
 	}
-	errs = append(errs, c.validateCEL(u.Object, o.Object, errs, correlated)...)
+	errs = append(errs, c.validateCEL(p, u.Object, o.Object, errs, correlated)...)
 	return errs
 }
 
 // validateCEL evaluates the x-kubernetes-validations rules, unless errs
 // holds an error that makes them unsafe to run (kube-apiserver's
 // hasBlockingErr), within kube-apiserver's runtime cost budget.
-func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
-	if !c.schema.hasRules {
+func (c *crStrategy) validateCEL(p *crSchemaParts, obj, old map[string]interface{}, errs field.ErrorList, correlated *common.CorrelatedObject) field.ErrorList {
+	if !p.hasRules {
 		return nil
 	}
 	for _, e := range errs {
@@ -850,10 +1068,10 @@ func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.Err
 			return field.ErrorList{field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation")}
 		}
 	}
-	if old == nil && c.schema.createCheck().passes(context.Background(), obj, celconfig.RuntimeCELCostBudget) {
+	if old == nil && c.schema.createCheck(p).passes(context.Background(), obj, celconfig.RuntimeCELCostBudget) {
 		return nil
 	}
-	v := c.schema.celValidator()
+	v := c.schema.celValidator(p)
 	if v == nil {
 		return nil
 	}
@@ -865,7 +1083,7 @@ func (c *crStrategy) validateCEL(obj, old map[string]interface{}, errs field.Err
 	if correlated != nil {
 		opts = append(opts, cel.WithRatcheting(correlated))
 	}
-	celErrs, _ := v.Validate(context.Background(), nil, c.schema.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
+	celErrs, _ := v.Validate(context.Background(), nil, p.structural, obj, oldObj, celconfig.RuntimeCELCostBudget, opts...)
 	return celErrs
 }
 

@@ -1,13 +1,19 @@
 package registry
 
 import (
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	schemaobjectmeta "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/objectmeta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
@@ -137,7 +143,6 @@ func TestCustomResourceKinds_Refused(t *testing.T) {
 	tests := []struct{ name, from, to, wantErr string }{
 		{"unknown conversion", "  scope: Namespaced\n", "  scope: Namespaced\n  conversion: {strategy: Magic}\n", `conversion strategy "Magic" is not supported`},
 		{"two storage versions", "    served: true\n    storage: false\n    deprecated", "    served: true\n    storage: true\n    deprecated", "more than one storage version"},
-		{"not structural", "replicas: {type: integer, default: 1}", "replicas: {default: 1}", "schema is not structural"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -361,6 +366,213 @@ func TestCustomResourceKinds_WebhookConversion(t *testing.T) {
 	obj := decodeCR(t, beta, `{"apiVersion":"stable.example.com/v1beta1","kind":"CronTab","metadata":{"name":"a"}}`)
 	if _, err := beta.EncodeStorage(obj); err == nil || !strings.Contains(err.Error(), wantErr) {
 		t.Errorf("v1beta1 EncodeStorage: %v, want %q", err, wantErr)
+	}
+}
+
+// cronTabV1 is a CronTab body of v1 with an unknown field, a field the
+// schema defaults left out, and an image too long for the schema.
+const cronTabV1 = `{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"a","namespace":"ns1"},"spec":{"image":"toolong","extra":1,"ports":[{"name":"p"}]}}`
+
+// crAnswers is what a fresh kind answers about one object: decoding
+// (pruning, defaulting, unknown fields), validation causes, reading the
+// stored form back through the other version, and the apply schema.
+func crAnswers(t *testing.T, v1, beta *Kind) []string {
+	t.Helper()
+	obj, _, strictErrs, err := v1.DecodeJSON([]byte(cronTabV1), true)
+	if err != nil {
+		t.Fatalf("DecodeJSON: %v", err)
+	}
+	v1.NormalizeOnDecode(obj)
+	out := []string{fmt.Sprint(obj.(*unstructured.Unstructured).Object), fmt.Sprint(strictErrs)}
+	v1.Strategy.PrepareForCreate(obj)
+	for _, e := range v1.Strategy.Validate(obj) {
+		out = append(out, e.Error())
+	}
+	read, err := beta.DecodeStored([]byte(`{"metadata":{"name":"a"},"spec":{"image":"i"}}`))
+	if err != nil {
+		t.Fatalf("DecodeStored: %v", err)
+	}
+	out = append(out, fmt.Sprint(read.(*unstructured.Unstructured).Object))
+	js, err := json.Marshal(v1.ApplySchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(out, string(js))
+}
+
+// TestCustomResourceKinds_Lazy: a kind keeps its schema as JSON until a
+// request needs it, and the first requests, however many come at once,
+// get the answers every later request gets.
+func TestCustomResourceKinds_Lazy(t *testing.T) {
+	kinds := testCRKinds(t, testCRD)
+	for _, k := range kinds {
+		if s := k.Strategy.(*crStrategy).schema; s.parts != nil || s.cel != nil {
+			t.Fatalf("%s: schema built before any request", k.GVK)
+		}
+	}
+	want := crAnswers(t, kinds[0], kinds[1])
+	if want[1] != `[unknown field "spec.extra"]` || !strings.Contains(want[0], "replicas:1") || !strings.Contains(want[3], "replicas:1") {
+		t.Fatalf("answers %q: want spec.extra unknown and replicas defaulted on decode and on read", want)
+	}
+	if want[2] != "spec.image: Too long: may not be more than 5 bytes" {
+		t.Fatalf("Validate causes %q", want[2:len(want)-2])
+	}
+	// Fresh kinds, whose first requests all come at once.
+	for round := 0; round < 20; round++ {
+		kinds := testCRKinds(t, testCRD)
+		got := make([][]string, 8)
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i] = crAnswers(t, kinds[0], kinds[1])
+			}()
+		}
+		wg.Wait()
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("round %d, request %d: %q, want %q", round, i, got[i], want)
+			}
+		}
+	}
+}
+
+// TestCustomResourceKinds_SharedSchema: versions with the same schema
+// share what it is built into; versions with another do not.
+func TestCustomResourceKinds_SharedSchema(t *testing.T) {
+	doc := strings.Replace(testCRD, "      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}", "      openAPIV3Schema: {type: object}", 1)
+	doc = strings.Replace(doc, "  - name: v1alpha1\n    served: false", "  - name: v1alpha1\n    served: true", 1)
+	kinds := testCRKinds(t, doc)
+	if len(kinds) != 3 {
+		t.Fatalf("%d kinds, want 3", len(kinds))
+	}
+	schemaOf := func(k *Kind) *crSchema { return k.Strategy.(*crStrategy).schema }
+	if schemaOf(kinds[1]) != schemaOf(kinds[2]) {
+		t.Errorf("v1beta1 and v1alpha1 have the same schema but do not share it")
+	}
+	if schemaOf(kinds[0]) == schemaOf(kinds[1]) {
+		t.Errorf("v1 and v1beta1 share a schema they do not have in common")
+	}
+}
+
+// TestCustomResourceKinds_SchemaNotBuilt: a schema that cannot be built
+// (CRD validation refuses it: only a CRD stored by a laxer version could
+// have one) still gives kinds, as kube-apiserver serves its discovery, and
+// every request that needs the schema gets kube-apiserver's 500.
+func TestCustomResourceKinds_SchemaNotBuilt(t *testing.T) {
+	kinds := testCRKinds(t, strings.Replace(testCRD, "replicas: {type: integer, default: 1}", "replicas: {default: 1}", 1))
+	v1 := kinds[0]
+	_, _, _, err := v1.DecodeJSON([]byte(cronTabV1), true)
+	if !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "the server could not properly serve the CR schema: schema is not structural") {
+		t.Errorf("DecodeJSON: %v, want a 500 naming the schema", err)
+	}
+	if _, err := v1.DecodeStored([]byte(`{"metadata":{"name":"a"}}`)); !apierrors.IsInternalError(err) {
+		t.Errorf("DecodeStored: %v, want the 500", err)
+	}
+	obj := &unstructured.Unstructured{Object: map[string]interface{}{"apiVersion": "stable.example.com/v1", "kind": "CronTab", "metadata": map[string]interface{}{"name": "a"}}}
+	if errs := v1.Strategy.Validate(obj); len(errs) != 1 || errs[0].Type != field.ErrorTypeInternal {
+		t.Errorf("Validate: %v, want one internal error", errs)
+	}
+}
+
+// TestHasDefaultsV1 compares the kind's cheap look for defaults with the
+// structural schema's.
+func TestHasDefaultsV1(t *testing.T) {
+	for _, doc := range []string{
+		`{type: object}`,
+		`{type: object, properties: {a: {type: string, default: x}}}`,
+		`{type: object, properties: {a: {type: array, items: {type: object, properties: {b: {type: integer, default: 1}}}}}}`,
+		`{type: object, properties: {a: {type: object, additionalProperties: {type: string, default: y}}}}`,
+		`{type: object, properties: {a: {type: object, additionalProperties: {type: string}}, b: {type: array, items: {type: string}}}}`,
+		`{type: object, properties: {a: {type: object, default: {}, properties: {b: {type: string}}}}}`,
+	} {
+		var v1 apiextensionsv1.JSONSchemaProps
+		if err := yaml.UnmarshalStrict([]byte(doc), &v1); err != nil {
+			t.Fatal(err)
+		}
+		var internal apiextensions.JSONSchemaProps
+		if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(&v1, &internal, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, err := structuralschema.NewStructural(&internal)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := hasDefaultsV1(&v1), hasDefaults(st); got != want {
+			t.Errorf("%s: hasDefaultsV1 %v, structural %v", doc, got, want)
+		}
+	}
+}
+
+// hasDefaults reports whether any node of s has a default.
+func hasDefaults(s *structuralschema.Structural) bool {
+	if s == nil {
+		return false
+	}
+	if s.Default.Object != nil {
+		return true
+	}
+	if s.Items != nil && hasDefaults(s.Items) {
+		return true
+	}
+	if s.AdditionalProperties != nil && hasDefaults(s.AdditionalProperties.Structural) {
+		return true
+	}
+	for _, p := range s.Properties {
+		if hasDefaults(&p) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCustomResourceKinds_InputUnchanged: the kinds are built with the
+// API server's defaults without writing them into the caller's CRD.
+func TestCustomResourceKinds_InputUnchanged(t *testing.T) {
+	doc := strings.Replace(testCRD, "  scope: Namespaced\n", "  scope: Namespaced\n  conversion:\n    strategy: Webhook\n    webhook:\n      conversionReviewVersions: [v1]\n      clientConfig: {service: {namespace: ns, name: conv}}\n", 1)
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict([]byte(doc), &crd); err != nil {
+		t.Fatal(err)
+	}
+	crd.Status.StoredVersions = make([]string, 0, 4)
+	before := crd.DeepCopy()
+	kinds, err := CustomResourceKinds(&crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// storedVersions is empty with room to grow: a default appended to it
+	// must not land in the caller's array.
+	if !reflect.DeepEqual(&crd, before) || crd.Status.StoredVersions[:1][0] != "" {
+		t.Errorf("CustomResourceKinds changed its argument:\n%+v\nwas\n%+v", crd, before)
+	}
+	if kinds[0].ListKind != "CronTabList" || kinds[0].Singular != "crontab" {
+		t.Errorf("list kind %q, singular %q: want the defaults CronTabList, crontab", kinds[0].ListKind, kinds[0].Singular)
+	}
+}
+
+// TestCustomResourceKinds_OpenAPISchema: the schema a kind keeps
+// (compressed) is published as the CRD version's schema.
+func TestCustomResourceKinds_OpenAPISchema(t *testing.T) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict([]byte(testCRD), &crd); err != nil {
+		t.Fatal(err)
+	}
+	kinds, err := CustomResourceKinds(&crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, k := range kinds {
+		want, err := json.Marshal(crd.Spec.Versions[i].Schema.OpenAPIV3Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			got, err := k.OpenAPISchema()
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s: OpenAPISchema() = %s, %v; want %s", k.GVK, got, err, want)
+			}
+		}
 	}
 }
 

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Defaults for WatchCacheConfig fields left zero.
@@ -113,6 +115,21 @@ func (e *CachedEvent) addMemoBytes(n int) {
 	}
 }
 
+// dropMemo forgets the event's encodings. A later Memo builds again.
+func (e *CachedEvent) dropMemo() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.first.Load() == nil && e.memo == nil {
+		return
+	}
+	e.first.Store(nil)
+	e.memo = nil
+	if e.cache != nil && !e.evicted {
+		e.cache.memoBytes.Add(-int64(e.memoBytes))
+	}
+	e.memoBytes = 0
+}
+
 // evict takes the event's encodings off the ring's count.
 func (e *CachedEvent) evict() {
 	e.mu.Lock()
@@ -149,8 +166,20 @@ type WatchCache struct {
 	// (CachedEvent.Memo adds to it outside mu).
 	memoBytes atomic.Int64
 	lastRev   int64 // newest revision published (or seen at start)
-	watchers  map[*Watcher]struct{}
-	closed    bool
+	// latest is, for each key, its newest event in the ring unless that
+	// is a deletion. An update's PrevValue usually has the bytes of the
+	// Value of the key's event before it, read again from SQLite: the
+	// event shares that event's slice instead, so a burst of updates to
+	// large objects (CustomResourceDefinitions: 15 KB, written three
+	// times in their first second) keeps each state once.
+	latest   map[Key]*CachedEvent
+	watchers map[*Watcher]struct{}
+	// releasedTo is the sequence number below which the events'
+	// encodings were dropped (see publish and releaseLoop).
+	releasedTo uint64
+	// stopRelease ends releaseLoop.
+	stopRelease chan struct{}
+	closed      bool
 }
 
 // NewWatchCache starts a cache fed by db's commits. Close it to detach.
@@ -164,8 +193,10 @@ func NewWatchCache(db changeSource, cfg WatchCacheConfig) *WatchCache {
 	if cfg.WatcherBuffer <= 0 {
 		cfg.WatcherBuffer = DefaultWatcherBuffer
 	}
-	c := &WatchCache{cfg: cfg, db: db, ring: make([]*CachedEvent, cfg.MaxEvents), watchers: make(map[*Watcher]struct{})}
+	c := &WatchCache{cfg: cfg, db: db, ring: make([]*CachedEvent, cfg.MaxEvents), latest: make(map[Key]*CachedEvent), watchers: make(map[*Watcher]struct{})}
 	c.unsubscribe = db.Subscribe(c.publish)
+	c.stopRelease = make(chan struct{})
+	go c.releaseLoop(c.stopRelease)
 	c.mu.Lock()
 	if c.lastRev < db.Rev() && c.n == 0 {
 		c.lastRev = db.Rev()
@@ -209,6 +240,17 @@ func (c *WatchCache) publish(events []Event) {
 			old.evict()
 			c.ring[s%uint64(len(c.ring))] = nil
 			c.n--
+			if c.latest[old.Object.Key] == old {
+				delete(c.latest, old.Object.Key)
+			}
+		}
+		if l := c.latest[ev.Object.Key]; l != nil && ev.PrevValue != nil && bytes.Equal(l.Object.Value, ev.PrevValue) {
+			ev.PrevValue = l.Object.Value
+		}
+		if ev.Type == Deleted {
+			delete(c.latest, ev.Object.Key)
+		} else {
+			c.latest[ev.Object.Key] = ev
 		}
 		c.ring[c.seq%uint64(len(c.ring))] = ev
 		c.seq++
@@ -220,6 +262,7 @@ func (c *WatchCache) publish(events []Event) {
 	}
 	oldest := c.oldestSeqLocked()
 	first := max(start, oldest)
+	horizon := c.seq
 	for w := range c.watchers {
 		next := w.next.Load()
 		if next < oldest || c.seq-next > uint64(c.cfg.WatcherBuffer) {
@@ -240,7 +283,66 @@ func (c *WatchCache) publish(events []Event) {
 		case next == start:
 			// Caught up and none of this batch is for it: move it past
 			// the batch so that an idle watcher never counts as behind.
+			// One that has processed all it drained is done with the
+			// batch too.
+			if w.written.Load() == next {
+				w.written.Store(c.seq)
+			}
 			w.next.Store(c.seq)
+		}
+		horizon = min(horizon, w.written.Load())
+	}
+	// Every watcher has written the events below horizon: their
+	// encodings served the fan-out and are dropped, so that an event
+	// keeps its value only (a burst of 500 CRDs watched by one client
+	// kept 14 MiB of encodings). A watcher that joins later at an older
+	// revision encodes them again.
+	c.releaseLocked(horizon)
+}
+
+// releaseLocked drops the encodings of the events below horizon, which
+// every watcher has written. The caller holds c.mu for writing.
+func (c *WatchCache) releaseLocked(horizon uint64) {
+	for s := max(c.releasedTo, c.oldestSeqLocked()); s < horizon; s++ {
+		c.at(s).dropMemo()
+	}
+	c.releasedTo = max(c.releasedTo, horizon)
+}
+
+// writtenHorizonLocked is the sequence number below which every watcher
+// has written the events. The caller holds c.mu.
+func (c *WatchCache) writtenHorizonLocked() uint64 {
+	horizon := c.seq
+	for w := range c.watchers {
+		horizon = min(horizon, w.written.Load())
+	}
+	return horizon
+}
+
+// releaseEvery is how often the encodings watchers wrote since the last
+// commit are dropped when no commit comes to drop them (the end of a
+// burst). A var so tests can shorten it.
+var releaseEvery = time.Second
+
+// releaseLoop drops written encodings every releaseEvery until stop.
+func (c *WatchCache) releaseLoop(stop <-chan struct{}) {
+	t := time.NewTicker(releaseEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		c.mu.RLock()
+		due := !c.closed && c.writtenHorizonLocked() > c.releasedTo
+		c.mu.RUnlock()
+		if due {
+			c.mu.Lock()
+			if !c.closed {
+				c.releaseLocked(c.writtenHorizonLocked())
+			}
+			c.mu.Unlock()
 		}
 	}
 }
@@ -292,6 +394,9 @@ func (c *WatchCache) Close() {
 	c.unsubscribe()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.closed {
+		close(c.stopRelease)
+	}
 	c.closed = true
 	for w := range c.watchers {
 		w.closeWith(ErrWatchClosed)
@@ -309,6 +414,11 @@ type Watcher struct {
 	// joined. Written by the reader under cache.mu.RLock and by publish
 	// under cache.mu.Lock.
 	next atomic.Uint64
+	// written is the sequence number below which the reader has processed
+	// every event (encoded and written it): next as it was when the
+	// reader last entered Drain, which it does only once it is through
+	// with what it drained before. Written under cache.mu like next.
+	written atomic.Uint64
 	// afterRev mirrors after for ProgressRev, which runs on other
 	// goroutines.
 	afterRev atomic.Int64
@@ -370,6 +480,7 @@ func (w *Watcher) tryJoin() bool {
 		s++
 	}
 	w.next.Store(s)
+	w.written.Store(s)
 	w.afterRev.Store(w.after)
 	c.watchers[w] = struct{}{}
 	return true
@@ -447,6 +558,7 @@ func (w *Watcher) Drain(ctx context.Context, dst []*CachedEvent, max int) ([]*Ca
 	c := w.cache
 	c.mu.RLock()
 	s := w.next.Load()
+	w.written.Store(s)
 	if s < c.oldestSeqLocked() {
 		c.mu.RUnlock()
 		return dst, ErrWatcherTooSlow

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // nextN reads n events from w (each read bounded by a hang guard).
@@ -204,13 +205,16 @@ func TestWatchCache_Bounded(t *testing.T) {
 }
 
 // TestWatchCache_BoundedWithEncodings: the encodings watchers memoize on
-// events count against MaxBytes, so a ring whose events were each encoded
-// several ways holds fewer of them, and evicted events stop counting.
+// events count against MaxBytes until every watcher has written them, so
+// a ring whose events were each encoded several ways holds fewer of them,
+// and evicted events stop counting. Once the watcher comes back for more
+// (it wrote what it had), those encodings are dropped.
 func TestWatchCache_BoundedWithEncodings(t *testing.T) {
 	db := openTest(t, Config{})
 	wc := NewWatchCache(db, WatchCacheConfig{MaxEvents: 1000, MaxBytes: 20000})
 	defer wc.Close()
-	w, err := wc.Watch(context.Background(), "", "", db.Rev())
+	ctx := context.Background()
+	w, err := wc.Watch(ctx, "", "", db.Rev())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,19 +222,34 @@ func TestWatchCache_BoundedWithEncodings(t *testing.T) {
 	const n = 60
 	for i := range n {
 		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
-		for _, ev := range nextN(t, w, 1) {
-			for _, enc := range []string{"json", "proto", "yaml"} {
-				ev.Memo(enc, func() []byte { return make([]byte, 200) })
-			}
-		}
-		if _, bytes, _ := wc.Stats(); bytes > 20000+600 {
-			t.Fatalf("after event %d the ring holds %d bytes, want at most 20000 (+ the newest event's 600 bytes of encodings)", i, bytes)
+	}
+	evs, err := w.Drain(ctx, nil, 2*n)
+	if err != nil || len(evs) != n {
+		t.Fatalf("Drain: %d events, %v; want %d", len(evs), err, n)
+	}
+	for _, ev := range evs {
+		for _, enc := range []string{"json", "proto", "yaml"} {
+			ev.Memo(enc, func() []byte { return make([]byte, 200) })
 		}
 	}
-	events, bytes, _ := wc.Stats()
+	// The watcher has not come back: its encodings count, and the next
+	// commits evict events to stay within the bound.
+	for i := range 5 {
+		mustCreate(t, db, key("more", fmt.Sprint(i)), "v")
+		if _, bytes, _ := wc.Stats(); bytes > 20000 {
+			t.Fatalf("after commit %d the ring holds %d bytes, want at most 20000", i, bytes)
+		}
+	}
 	// Each event is about 100 bytes of value and 600 of encodings.
-	if events == 0 || events > 20000/600 {
-		t.Errorf("ring holds %d events (%d bytes), want between 1 and %d", events, bytes, 20000/600)
+	if events, bytes, _ := wc.Stats(); events == 0 || events > 20000/600+5 {
+		t.Errorf("ring holds %d events (%d bytes), want between 1 and %d", events, bytes, 20000/600+5)
+	}
+	if evs, err := w.Drain(ctx, nil, 2*n); err != nil || len(evs) != 5 {
+		t.Fatalf("Drain: %d events, %v; want 5", len(evs), err)
+	}
+	mustCreate(t, db, key("more", "last"), "v")
+	if events, bytes, _ := wc.Stats(); bytes > events*150 {
+		t.Errorf("ring holds %d events in %d bytes after the watcher wrote them, want their values only (about 100 bytes each)", events, bytes)
 	}
 }
 
@@ -344,5 +363,130 @@ func TestWatchCache_IdleWatcherIsNotSlow(t *testing.T) {
 	ev := nextN(t, idle, 1)[0]
 	if got, want := ev.Rev(), int64(21); got != want {
 		t.Errorf("idle watcher's event: revision %d, want %d", got, want)
+	}
+}
+
+// TestWatchCache_SharesPrevValue: an update's previous state, read again
+// from the database, is kept once: the event shares the bytes of the
+// key's event before it. A watcher sees the same values as without.
+func TestWatchCache_SharesPrevValue(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{})
+	defer wc.Close()
+	ctx := context.Background()
+	w, err := wc.Watch(ctx, "", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	k := key("ns", "a")
+	mustCreate(t, db, k, "v1")
+	mustCreate(t, db, key("ns", "b"), "other")
+	for _, v := range []string{"v2", "v3"} {
+		if _, err := db.Update(ctx, k, Preconditions{}, obj("ns", "a", v)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.Delete(ctx, k, Preconditions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, db, k, "v4")
+	if _, err := db.Update(ctx, k, Preconditions{}, obj("ns", "a", "v5")); err != nil {
+		t.Fatal(err)
+	}
+	events := nextN(t, w, 7)
+	var prev *CachedEvent
+	for i, ev := range events {
+		if ev.Object.Key != k {
+			continue
+		}
+		switch {
+		case ev.Type == Added && ev.PrevValue != nil:
+			t.Errorf("event %d: an Added event has a previous value", i)
+		case ev.Type != Added && prev == nil:
+			t.Fatalf("event %d: %v without an event before it", i, ev.Type)
+		case ev.Type != Added && string(ev.PrevValue) != string(prev.Object.Value):
+			t.Errorf("event %d: previous value %s, want %s", i, ev.PrevValue, prev.Object.Value)
+		case ev.Type != Added && unsafe.SliceData(ev.PrevValue) != unsafe.SliceData(prev.Object.Value):
+			t.Errorf("event %d (%v): previous value is a copy, want the bytes of event %d's value", i, ev.Type, i-1)
+		}
+		prev = ev
+	}
+}
+
+// TestWatchCache_EncodingsKeptForSlowerWatchers: an event's encodings are
+// kept until the last watcher has written it, so the fan-out encodes once
+// however far apart the watchers read.
+func TestWatchCache_EncodingsKeptForSlowerWatchers(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{})
+	defer wc.Close()
+	ctx := context.Background()
+	fast, err := wc.Watch(ctx, "", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fast.Stop()
+	slow, err := wc.Watch(ctx, "", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Stop()
+	builds := 0
+	build := func() []byte { builds++; return []byte("encoded") }
+	mustCreate(t, db, key("ns", "a"), "v")
+	for _, ev := range nextN(t, fast, 1) {
+		ev.Memo("json", build)
+	}
+	// slow has taken the event but not written it yet; fast comes back
+	// (it wrote the event) and more commits follow.
+	got := nextN(t, slow, 1)
+	for i := range 3 {
+		mustCreate(t, db, key("ns", fmt.Sprint("b", i)), "v")
+		nextN(t, fast, 1)
+	}
+	if b := got[0].Memo("json", build); string(b) != "encoded" {
+		t.Fatalf("Memo = %q", b)
+	}
+	if builds != 1 {
+		t.Errorf("the event was encoded %d times for two watchers, want once", builds)
+	}
+}
+
+// TestWatchCache_ReleasesWithoutCommits: the encodings of the last events
+// of a burst go once the watchers wrote them, without waiting for another
+// commit.
+func TestWatchCache_ReleasesWithoutCommits(t *testing.T) {
+	defer func(d time.Duration) { releaseEvery = d }(releaseEvery)
+	releaseEvery = 10 * time.Millisecond
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{})
+	defer wc.Close()
+	ctx := context.Background()
+	w, err := wc.Watch(ctx, "", "", db.Rev())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for i := range 3 {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+	}
+	for _, ev := range nextN(t, w, 3) {
+		ev.Memo("json", func() []byte { return make([]byte, 1000) })
+	}
+	_, before, _ := wc.Stats()
+	if evs, err := w.Drain(ctx, nil, 10); err != nil || len(evs) != 0 { // the watcher wrote all three
+		t.Fatalf("Drain: %d events, %v", len(evs), err)
+	}
+	deadline := time.Now().Add(10 * time.Second) // a hang guard, not a timing check
+	for {
+		_, bytes, _ := wc.Stats()
+		if bytes < before-2000 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ring still holds %d bytes (%d with the encodings), want the encodings dropped", bytes, before)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
