@@ -65,6 +65,7 @@ type config struct {
 	rmwClients    int
 	listObjects   int
 	crds          int
+	crdFields     int
 	lists         int
 	coldLists     int
 	settle        time.Duration
@@ -143,6 +144,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.rmwClients, "rmw-clients", 16, "clients of the rmw workload, each on its own object")
 	fs.IntVar(&cfg.listObjects, "list-objects", 10000, "objects in the listed namespace")
 	fs.IntVar(&cfg.crds, "crds", 700, "crds workload: CustomResourceDefinitions posted at once")
+	fs.IntVar(&cfg.crdFields, "crd-fields", 76, "crds workload: spec fields of each CRD's schema (76: a CRD of about 20 KB, as issue 10 asks)")
 	fs.IntVar(&cfg.lists, "lists", 20, "sequential full LISTs to time")
 	fs.IntVar(&cfg.coldLists, "cold-lists", 7, "cr-list workload: daemon restarts, each followed by one cold LIST of each kind")
 	fs.DurationVar(&cfg.settle, "settle", 2*time.Second, "idle time before reading RSS after start-up")
