@@ -196,13 +196,15 @@ func CustomResourceKinds(crd *apiextensionsv1.CustomResourceDefinition) ([]*Kind
 			convErr := fmt.Errorf("conversion webhook for %s failed: edgeapi does not call conversion webhooks", gvk)
 			k.ToStorage = func(runtime.Object) (runtime.Object, error) { return nil, convErr }
 			k.FromStorage = func(runtime.Object) (runtime.Object, error) { return nil, convErr }
-		} else if st.hasDefaults || len(crd.Spec.Versions) > 1 {
+		} else if st.hasDefaults || len(crd.Spec.Versions) > 1 || crd.Generation > 1 {
 			// Read from storage as kube-apiserver's storage codec does:
 			// pruning to the storage version's schema and its defaults
 			// (objects written through another version, or before the
 			// schema changed), then pruning to the served version's.
-			// Kinds without defaults and with one version skip this:
-			// what they stored went through the same steps.
+			// Kinds without defaults, with one version and whose CRD's
+			// spec never changed (generation 1) skip this: every object
+			// they stored went through the same steps under the same
+			// schema.
 			prune := !crd.Spec.PreserveUnknownFields
 			served := v.Name
 			k.FromStorage = func(obj runtime.Object) (runtime.Object, error) {
