@@ -197,9 +197,10 @@ type crdHead struct {
 		Finalizers        []string     `json:"finalizers"`
 	} `json:"metadata"`
 	Spec struct {
-		Group string                                        `json:"group"`
-		Names apiextensionsv1.CustomResourceDefinitionNames `json:"names"`
-		Scope apiextensionsv1.ResourceScope                 `json:"scope"`
+		Group      string                                        `json:"group"`
+		Names      apiextensionsv1.CustomResourceDefinitionNames `json:"names"`
+		Scope      apiextensionsv1.ResourceScope                 `json:"scope"`
+		Conversion *apiextensionsv1.CustomResourceConversion     `json:"conversion"`
 	} `json:"spec"`
 }
 
@@ -212,7 +213,7 @@ func decodeHead(o store.Object) (*apiextensionsv1.CustomResourceDefinition, erro
 	crd := &h.CustomResourceDefinition
 	m := &h.Metadata
 	crd.ObjectMeta = metav1.ObjectMeta{Name: m.Name, UID: m.UID, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers}
-	crd.Spec.Group, crd.Spec.Names, crd.Spec.Scope = h.Spec.Group, h.Spec.Names, h.Spec.Scope
+	crd.Spec.Group, crd.Spec.Names, crd.Spec.Scope, crd.Spec.Conversion = h.Spec.Group, h.Spec.Names, h.Spec.Scope, h.Spec.Conversion
 	return crd, nil
 }
 
@@ -223,7 +224,7 @@ func head(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.Custom
 	return &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   crd.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{Name: m.Name, UID: m.UID, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp, Finalizers: m.Finalizers},
-		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Group: crd.Spec.Group, Names: crd.Spec.Names, Scope: crd.Spec.Scope},
+		Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Group: crd.Spec.Group, Names: crd.Spec.Names, Scope: crd.Spec.Scope, Conversion: crd.Spec.Conversion},
 		Status:     crd.Status,
 	}
 }
@@ -390,14 +391,35 @@ func (r *crdRound) establish(s *crdState) {
 	if !isConditionTrue(crd, apiextensionsv1.NamesAccepted) || isConditionTrue(crd, apiextensionsv1.Established) {
 		return
 	}
+	cond := establishedCondition(crd)
+	if old := findCondition(crd, apiextensionsv1.Established); old != nil && sameCondition(old, &cond) {
+		return
+	}
 	r.plan(s, func(crd *apiextensionsv1.CustomResourceDefinition) {
-		setCondition(crd, apiextensionsv1.CustomResourceDefinitionCondition{
-			Type:    apiextensionsv1.Established,
-			Status:  apiextensionsv1.ConditionTrue,
-			Reason:  "InitialNamesAccepted",
-			Message: "the initial names have been accepted",
-		})
+		setCondition(crd, cond)
 	})
+}
+
+// establishedCondition is the Established condition a CRD whose names are
+// accepted gets: True, or, as kube-apiserver's establishing controller
+// has it, False while its conversion webhook's caBundle holds no usable
+// certificate (a CRD may be created so; it is established once the
+// caBundle is fixed).
+func establishedCondition(crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionCondition {
+	if registry.ConversionCABundleInvalid(crd) {
+		return apiextensionsv1.CustomResourceDefinitionCondition{
+			Type:    apiextensionsv1.Established,
+			Status:  apiextensionsv1.ConditionFalse,
+			Reason:  "InvalidCABundle",
+			Message: "The conversion webhook CABundle is invalid",
+		}
+	}
+	return apiextensionsv1.CustomResourceDefinitionCondition{
+		Type:    apiextensionsv1.Established,
+		Status:  apiextensionsv1.ConditionTrue,
+		Reason:  "InitialNamesAccepted",
+		Message: "the initial names have been accepted",
+	}
 }
 
 // groupNames is the names taken in one API group: the accepted names of

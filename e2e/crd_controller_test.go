@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"fmt"
 	"strings"
 	"testing"
@@ -446,4 +448,53 @@ func TestCRD_KubectlExplain(t *testing.T) {
 	if res.ExitCode == 0 {
 		t.Errorf("kubectl explain crontabs after the CRD was deleted succeeded:\n%s", res)
 	}
+}
+
+// TestCRD_InvalidCABundle: a CRD whose conversion webhook has a caBundle
+// without a usable certificate is accepted (names, served storage
+// version) but not Established: Established is False with kube-apiserver's
+// reason InvalidCABundle, until an update fixes the caBundle.
+func TestCRD_InvalidCABundle(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	const name = "hooks.ca.example.org"
+	crd := func(caBundle string) []byte {
+		return []byte(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":"` + name + `"},
+"spec":{"group":"ca.example.org","scope":"Namespaced","names":{"plural":"hooks","kind":"Hook"},
+"conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],"clientConfig":{"url":"https://conv.example.org/convert"` + caBundle + `}}},
+"versions":[{"name":"v1","served":true,"storage":true,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},
+{"name":"v2","served":true,"storage":false,"schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}}`)
+	}
+	res := doRaw(t, d, http.MethodPost, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "application/json", "", crd(`,"caBundle":"bm90IGEgY2VydA=="`))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+	got := waitCRD(t, d, name, func(c *apiextensionsv1.CustomResourceDefinition) bool {
+		e := crdCondition(c, apiextensionsv1.Established)
+		return e != nil && e.Reason == "InvalidCABundle"
+	})
+	e := crdCondition(got, apiextensionsv1.Established)
+	if e.Status != apiextensionsv1.ConditionFalse || e.Message != "The conversion webhook CABundle is invalid" {
+		t.Errorf("Established = %+v, want False InvalidCABundle \"The conversion webhook CABundle is invalid\"", *e)
+	}
+	if c := crdCondition(got, apiextensionsv1.NamesAccepted); c == nil || c.Status != apiextensionsv1.ConditionTrue {
+		t.Errorf("NamesAccepted = %+v, want True", c)
+	}
+
+	// Without the caBundle the CRD is established.
+	cur := rawGet(t, d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name)
+	var stored map[string]any
+	if err := json.Unmarshal(cur.Body, &stored); err != nil {
+		t.Fatal(err)
+	}
+	var next map[string]any
+	if err := json.Unmarshal(crd(""), &next); err != nil {
+		t.Fatal(err)
+	}
+	stored["spec"] = next["spec"]
+	body, _ := json.Marshal(stored)
+	if res := doRaw(t, d, http.MethodPut, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, "application/json", "", body); res.Status != http.StatusOK {
+		t.Fatalf("update: %d %s", res.Status, res.Body)
+	}
+	waitCRD(t, d, name, established)
 }

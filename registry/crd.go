@@ -306,3 +306,15 @@ func hasUnrecognizedFormat(obj runtime.Object) bool {
 func unrecognizedFormats(spec *apiextensions.CustomResourceDefinitionSpec) []string {
 	return crdvalidation.UnrecognizedFormats(spec)
 }
+
+// ConversionCABundleInvalid reports whether crd's conversion webhook has a
+// caBundle that holds no usable certificate: creating such a CRD is
+// allowed, and kube-apiserver's establishing controller then sets
+// Established to False (InvalidCABundle) instead of True.
+func ConversionCABundleInvalid(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	c := crd.Spec.Conversion
+	if c == nil || c.Webhook == nil || c.Webhook.ClientConfig == nil {
+		return false
+	}
+	return crdvalidation.CABundleInvalid(c.Webhook.ClientConfig.CABundle)
+}

@@ -208,6 +208,12 @@ func pemError(caBundle []byte) error {
 	return errors.New("no valid certificate authority data seen")
 }
 
+// CABundleInvalid reports whether caBundle is set and holds no usable
+// certificate, as kube-apiserver's webhook.ValidateCABundle finds it.
+func CABundleInvalid(caBundle []byte) bool {
+	return len(caBundle) > 0 && caBundleError(caBundle) != nil
+}
+
 // storedCABundleBroken reports whether the stored CRD's webhook caBundle
 // is set and does not parse: an update may then keep a broken one.
 func storedCABundleBroken(old *apiextensions.CustomResourceDefinition) bool {
