@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
