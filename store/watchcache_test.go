@@ -71,6 +71,12 @@ func TestWatchCache_Watch(t *testing.T) {
 	})
 
 	t.Run("catch-up while writes continue has no gap or duplicate", func(t *testing.T) {
+		// A cache of its own, started now: the watch from 0 catches up
+		// from the change log, and its ring holds all 40 live writes, so
+		// a watcher slower than the writer (a loaded machine) is never
+		// closed as too slow, which is another subtest's concern.
+		wc := NewWatchCache(db, WatchCacheConfig{MaxEvents: 64})
+		defer wc.Close()
 		w, err := wc.Watch(ctx, "configmaps", "", 0)
 		if err != nil {
 			t.Fatal(err)
