@@ -160,6 +160,10 @@ func (db *DB) list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compa
 	if cerr := rows.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
+	var te *TransformError
+	if errors.As(err, &te) {
+		return ListResult{}, te // kube-apiserver's wording, unwrapped
+	}
 	if err != nil {
 		return ListResult{}, translate("list objects", err)
 	}
