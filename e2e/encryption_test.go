@@ -207,11 +207,57 @@ func TestEncryption_IdentityFirstStoresPlaintext(t *testing.T) {
 	}
 }
 
-// TestEncryption_Rotation adds a new key first, rewrites every Secret with
+// TestEncryption_Rotation adds a new key first, rewrites every Secret,
+// and then drops the old key: every Secret still reads. The rewrite is
+// done both ways README documents: online with
 // `kubectl get secrets -A -o json | kubectl replace --validate=false -f -`,
-// and then drops
-// the old key: every Secret still reads.
+// and offline with `edgeapi rewrite-secrets`.
 func TestEncryption_Rotation(t *testing.T) {
+	t.Run("kubectl replace", func(t *testing.T) {
+		testRotation(t, func(t *testing.T, dir, both string, n int) {
+			d := StartDaemon(t, DaemonOptions{DataDir: dir, Args: []string{"--encryption-provider-config", both}})
+			out := d.MustKubectl("get", "secrets", "-A", "-o", "json")
+			// --validate=false: kubectl validates a List against the
+			// protobuf /openapi/v2 document, which edgeapi does not serve
+			// (406); the server still validates each Secret.
+			rep := d.KubectlStdin(out.Stdout, "replace", "--validate=false", "-f", "-")
+			if rep.ExitCode != 0 || strings.Count(rep.Stdout, "replaced") != n {
+				t.Fatalf("kubectl replace: %s", rep)
+			}
+			if err := d.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+	t.Run("edgeapi rewrite-secrets", func(t *testing.T) {
+		testRotation(t, func(t *testing.T, dir, both string, n int) {
+			// Refused while the daemon runs.
+			d := StartDaemon(t, DaemonOptions{DataDir: dir, Args: []string{"--encryption-provider-config", both}})
+			bin := edgeapiBin.Path(t)
+			args := []string{"rewrite-secrets", "--data-dir", dir, "--encryption-provider-config", both}
+			if _, stderr, code := runTool(t, bin, args, nil, ""); code == 0 || !strings.Contains(stderr, "in use by another edgeapi") {
+				t.Errorf("rewrite-secrets with the daemon running: exit %d, stderr %q; want a refusal", code, stderr)
+			}
+			if err := d.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			stdout, stderr, code := runTool(t, bin, args, nil, "")
+			if want := fmt.Sprintf("rewrote %d of %d objects", n, n); code != 0 || !strings.Contains(stdout, want) {
+				t.Fatalf("rewrite-secrets: exit %d, stdout %q, stderr %q; want %q", code, stdout, stderr, want)
+			}
+			stdout, _, code = runTool(t, bin, args, nil, "")
+			if want := fmt.Sprintf("rewrote 0 of %d objects", n); code != 0 || !strings.Contains(stdout, want) {
+				t.Errorf("rewrite-secrets again: exit %d, stdout %q; want %q", code, stdout, want)
+			}
+		})
+	})
+}
+
+// testRotation stores Secrets under an old key, checks they do not read
+// without it, calls rewrite with a configuration that has the new key
+// first and the old one second, and checks that they all read with only
+// the new key.
+func testRotation(t *testing.T, rewrite func(t *testing.T, dir, both string, n int)) {
 	oldKey, newKey := encKey(t, 32), encKey(t, 32)
 	oldOnly := writeEncConfig(t, encProvider("secretbox", "old", oldKey))
 	both := writeEncConfig(t, encProvider("aesgcm", "new", newKey), encProvider("secretbox", "old", oldKey))
@@ -239,26 +285,14 @@ func TestEncryption_Rotation(t *testing.T) {
 		t.Errorf("GET without the old key: got %d %s, want 500 Internal error occurred: no matching prefix found", res.Status, res.Body)
 	}
 	res = rawGet(t, d, "/api/v1/namespaces/a/secrets")
-	if want := `Internal error occurred: unable to transform key \"/registry/secrets/a/s0\": no matching prefix found`; res.Status != http.StatusInternalServerError || !strings.Contains(string(res.Body), want) {
+	if want := `"message":"Internal error occurred: unable to transform key \"/registry/secrets/a/s0\": no matching prefix found"`; res.Status != http.StatusInternalServerError || !strings.Contains(string(res.Body), want) {
 		t.Errorf("LIST without the old key: got %d %s, want 500 %s", res.Status, res.Body, want)
 	}
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)
 	}
 
-	// The new key first, the old one still readable; rewrite everything.
-	d = StartDaemon(t, DaemonOptions{DataDir: dir, Args: []string{"--encryption-provider-config", both}})
-	out := d.MustKubectl("get", "secrets", "-A", "-o", "json")
-	// --validate=false: kubectl validates a List against the protobuf
-	// /openapi/v2 document, which edgeapi does not serve (406); the server
-	// still validates each Secret.
-	rep := d.KubectlStdin(out.Stdout, "replace", "--validate=false", "-f", "-")
-	if rep.ExitCode != 0 || strings.Count(rep.Stdout, "replaced") != len(values) {
-		t.Fatalf("kubectl replace: %s", rep)
-	}
-	if err := d.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	rewrite(t, dir, both, len(values))
 
 	// Only the new key: every Secret reads, with its value.
 	d = StartDaemon(t, DaemonOptions{DataDir: dir, Args: []string{"--encryption-provider-config", newOnly}})

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 )
@@ -131,4 +132,69 @@ func (db *DB) storedStale(ctx context.Context, key Key) bool {
 	}
 	_, stale, err := db.decode(key, o.Value)
 	return err == nil && stale
+}
+
+// rewritePage is how many objects RewriteStale lists at a time.
+const rewritePage = 256
+
+// RewriteStale writes again every object whose stored value is stale
+// (stored with a transformer's older key or provider, see
+// Transformer.FromStorage), so that afterwards every value is in the form
+// the first key writes: the rewrite step of a key rotation. Each rewrite
+// is an ordinary update (a new revision, a MODIFIED event). It returns the
+// number of objects rewritten and of objects checked.
+func (db *DB) RewriteStale(ctx context.Context) (rewritten, checked int, err error) {
+	if db.cfg.Transformers == nil {
+		return 0, 0, nil
+	}
+	var resources []string
+	err = db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		rows, err := conn.QueryContext(ctx, "SELECT DISTINCT resource FROM objects ORDER BY resource")
+		if err != nil {
+			return translate("list resources", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var r string
+			if err := rows.Scan(&r); err != nil {
+				return translate("list resources", err)
+			}
+			resources = append(resources, r)
+		}
+		return translate("list resources", rows.Err())
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	same := func(cur Object) ([]byte, error) { return cur.Value, nil }
+	for _, resource := range resources {
+		if db.transformer(resource) == nil {
+			continue
+		}
+		opts := ListOptions{Resource: resource, Limit: rewritePage}
+		for {
+			page, err := db.List(ctx, opts)
+			if err != nil {
+				return rewritten, checked, fmt.Errorf("rewrite %s: %w", resource, err)
+			}
+			for _, o := range page.Objects {
+				checked++
+				if !db.storedStale(ctx, o.Key) {
+					continue
+				}
+				// GuaranteedUpdate writes an unchanged value when it is stale;
+				// an object deleted meanwhile needs no rewrite.
+				if _, err := db.GuaranteedUpdate(ctx, o.Key, same); err != nil && !errors.Is(err, ErrNotFound) {
+					return rewritten, checked, fmt.Errorf("rewrite %s: %w", StoragePath(o.Key), err)
+				}
+				rewritten++
+			}
+			if !page.More || len(page.Objects) == 0 {
+				break
+			}
+			last := page.Objects[len(page.Objects)-1].Key
+			opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
+		}
+	}
+	return rewritten, checked, nil
 }

@@ -185,3 +185,44 @@ func TestDB_Get_UntransformedReadOfEncrypted(t *testing.T) {
 		t.Errorf("List with another key: got %v", err)
 	}
 }
+
+func TestDB_RewriteStale(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state.db")
+	old, err := Open(ctx, transformerConfig(path, "old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2*rewritePage + 3 { // more than two pages
+		mustCreate(t, old, key(fmt.Sprintf("ns%d", i%3), fmt.Sprintf("o%d", i)), "v")
+	}
+	if _, err := old.Create(ctx, Key{Resource: "secrets", Namespace: "ns", Name: "plain"}, "uid-plain", obj("ns", "plain", "v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db := openTest(t, transformerConfig(path, "new", "old"))
+	rewritten, checked, err := db.RewriteStale(ctx)
+	if err != nil || rewritten != 2*rewritePage+3 || checked != 2*rewritePage+3 {
+		t.Errorf("RewriteStale: got %d of %d, %v; want %d of %d", rewritten, checked, err, 2*rewritePage+3, 2*rewritePage+3)
+	}
+	for _, o := range mustList(t, db, "configmaps") {
+		if db.storedStale(ctx, o.Key) {
+			t.Errorf("%v still stored under the old key", o.Key)
+		}
+	}
+	if rewritten, _, err := db.RewriteStale(ctx); err != nil || rewritten != 0 {
+		t.Errorf("RewriteStale again: rewrote %d, %v; want 0", rewritten, err)
+	}
+}
+
+func mustList(t *testing.T, db *DB, resource string) []Object {
+	t.Helper()
+	res, err := db.List(context.Background(), ListOptions{Resource: resource})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Objects
+}
