@@ -25,6 +25,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -220,11 +221,18 @@ func (c *Config) transformerFor(gr schema.GroupResource) value.Transformer {
 // Transformers returns the store's Config.Transformers for c: storage
 // resources are "plural" in the core group and "plural.group" elsewhere.
 func (c *Config) Transformers() func(resource string) store.Transformer {
+	var cache sync.Map // resource -> store.Transformer (nil included)
 	return func(resource string) store.Transformer {
-		if t := c.transformerFor(schema.ParseGroupResource(resource)); t != nil {
-			return adapter{t}
+		if t, ok := cache.Load(resource); ok {
+			t, _ := t.(store.Transformer)
+			return t
 		}
-		return nil
+		var out store.Transformer
+		if t := c.transformerFor(schema.ParseGroupResource(resource)); t != nil {
+			out = adapter{t}
+		}
+		cache.Store(resource, out)
+		return out
 	}
 }
 
