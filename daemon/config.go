@@ -103,6 +103,10 @@ type serveConfig struct {
 	// DiskReserve is the size of the space reserve beside the database
 	// (0 keeps none).
 	DiskReserve byteSize `json:"disk-reserve"`
+	// EncryptionProviderConfig is kube-apiserver's EncryptionConfiguration
+	// file: the resources (Secrets, usually) whose stored values are
+	// encrypted, and the providers and keys (empty: none encrypted).
+	EncryptionProviderConfig string `json:"encryption-provider-config"`
 	// MemoryLimit is the Go runtime's soft memory limit (0: none); the
 	// GOMEMLIMIT environment variable, when set, wins.
 	MemoryLimit byteSize `json:"memory-limit"`
@@ -158,6 +162,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
 	fs.Var(&cfg.MemoryLimit, "memory-limit", "soft memory limit of the Go runtime: the garbage collector works harder near it (0: none; GOMEMLIMIT, when set, wins)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
+	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", cfg.EncryptionProviderConfig, "kube-apiserver's EncryptionConfiguration `file`: encrypt the named resources' stored values (identity, aesgcm, aescbc and secretbox providers; the first provider and key write, all read)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API is plain HTTP with no authentication")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", cfg.ServiceClusterIPRange, "allocate Service cluster IPs from this `CIDR` (IPv4 or IPv6, 2^3 to 2^20 addresses); its first address goes to the default/kubernetes Service")

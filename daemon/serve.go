@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/edgeapi/edgeapi/controller"
+	"github.com/edgeapi/edgeapi/encryption"
 	"github.com/edgeapi/edgeapi/httpapi"
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -102,11 +103,21 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		log.Warn("UNSAFE: --unsafe-testing-synchronous-off runs SQLite with synchronous=OFF; " +
 			"acknowledged writes WILL BE LOST on power loss; for testing only, never in production")
 	}
+	var transformers func(string) store.Transformer
+	if cfg.EncryptionProviderConfig != "" {
+		enc, err := encryption.Load(cfg.EncryptionProviderConfig)
+		if err != nil {
+			return nil, fmt.Errorf("load encryption provider config: %w", err)
+		}
+		transformers = enc.Transformers()
+		log.Info("encrypting stored values", zap.String("resources", enc.Resources()))
+	}
 	d.db, err = store.Open(ctx, store.Config{
 		Path:         filepath.Join(dataDir, dbFileName),
 		Logger:       log.Named("store"),
 		ReserveBytes: int64(cfg.DiskReserve),
 		UnsafeNoSync: cfg.UnsafeTestingSynchronousOff,
+		Transformers: transformers,
 	})
 	if err != nil {
 		return nil, err // already "open store <path>: ..."

@@ -30,7 +30,8 @@ ORDER BY c.namespace, c.name`
 // carries the state before it in prev_value, with its revision in
 // prev_mod_rev. The caller must have checked rev against the compacted
 // revision in the same transaction.
-func pastStates(ctx context.Context, tx *sql.Tx, resource, namespace, afterNS, afterName string, rev int64) ([]Object, error) {
+func pastStates(ctx context.Context, tx *sql.Tx, resource, namespace, afterNS, afterName string, rev int64,
+	decodeInList func(Key, []byte) ([]byte, error)) ([]Object, error) {
 	rows, err := tx.QueryContext(ctx, sqlFirstChanges, resource, rev)
 	if err != nil {
 		return nil, translate("read change log", err)
@@ -51,7 +52,9 @@ func pastStates(ctx context.Context, tx *sql.Tx, resource, namespace, afterNS, a
 		if typ == Added || (namespace != "" && obj.Key.Namespace != namespace) || !keyLess(after, obj.Key) {
 			continue
 		}
-		obj.Value = prev
+		if obj.Value, err = decodeInList(obj.Key, prev); err != nil {
+			return nil, err
+		}
 		out = append(out, obj)
 	}
 	if err := rows.Err(); err != nil {
@@ -129,6 +132,12 @@ func (db *DB) changes(ctx context.Context, afterRev int64, limit int, query stri
 			if err := rows.Scan(&o.ModRev, &ev.Type, &o.Key.Resource, &o.Key.Namespace, &o.Key.Name,
 				&o.UID, &o.CreateRev, &o.Value, &ev.PrevValue); err != nil {
 				return translate("read change log", err)
+			}
+			if o.Value, err = db.decodeInList(o.Key, o.Value); err != nil {
+				return err
+			}
+			if ev.PrevValue, err = db.decodeInList(o.Key, ev.PrevValue); err != nil {
+				return err
 			}
 			events = append(events, ev)
 		}

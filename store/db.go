@@ -58,6 +58,10 @@ type Config struct {
 	// only (the power-cut suite shows the harness sees the loss):
 	// acknowledged writes are lost on power loss.
 	UnsafeNoSync bool
+	// Transformers, when set, returns the Transformer of a resource's
+	// values (nil for values stored as they are): encryption at rest. See
+	// transform.go.
+	Transformers func(resource string) Transformer
 
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.

@@ -342,7 +342,11 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 			return ev, ErrNoSpace, nil
 		}
 		value := stampAt(r.value, r.loc, rev)
-		res, err := db.stmts.insertObject.ExecContext(ctx, k.Resource, k.Namespace, k.Name, r.uid, rev, rev, value)
+		stored, err := db.encode(r.key, value)
+		if err != nil {
+			return ev, nil, err
+		}
+		res, err := db.stmts.insertObject.ExecContext(ctx, k.Resource, k.Namespace, k.Name, r.uid, rev, rev, stored)
 		if err != nil {
 			return ev, nil, translate("create object", err)
 		}
@@ -352,7 +356,7 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 			return ev, ErrExists, nil
 		}
 		if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Added), k.Resource, k.Namespace, k.Name,
-			r.uid, rev, int64(0), value, nil); err != nil {
+			r.uid, rev, int64(0), stored, nil); err != nil {
 			return ev, nil, translate("write change log", err)
 		}
 		return Event{Type: Added, Object: Object{Key: r.key, UID: r.uid, CreateRev: rev, ModRev: rev, Value: value}}, nil, nil
@@ -368,6 +372,12 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 			return ev, nil, translate("read object", err)
 		}
 		cur.Key = r.key
+		// The change log keeps the stored form of the previous state; the
+		// event carries it decoded.
+		prevStored := cur.Value
+		if cur.Value, _, err = db.decode(r.key, prevStored); err != nil {
+			return ev, nil, fmt.Errorf("read object: %w", err)
+		}
 		if (r.pre.ModRev != 0 && r.pre.ModRev != cur.ModRev) || (r.pre.UID != "" && r.pre.UID != cur.UID) {
 			return ev, ErrConflict, nil
 		}
@@ -377,11 +387,15 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 				return ev, ErrNoSpace, nil
 			}
 			value := stampAt(r.value, r.loc, rev)
-			if _, err := db.stmts.updateObject.ExecContext(ctx, rev, value, k.Resource, k.Namespace, k.Name); err != nil {
+			stored, err := db.encode(r.key, value)
+			if err != nil {
+				return ev, nil, err
+			}
+			if _, err := db.stmts.updateObject.ExecContext(ctx, rev, stored, k.Resource, k.Namespace, k.Name); err != nil {
 				return ev, nil, translate("update object", err)
 			}
 			if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Modified), k.Resource, k.Namespace, k.Name,
-				cur.UID, cur.CreateRev, cur.ModRev, value, cur.Value); err != nil {
+				cur.UID, cur.CreateRev, cur.ModRev, stored, prevStored); err != nil {
 				return ev, nil, translate("write change log", err)
 			}
 			obj := Object{Key: r.key, UID: cur.UID, CreateRev: cur.CreateRev, ModRev: rev, Value: value}
@@ -394,11 +408,15 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 			return ev, nil, fmt.Errorf("delete object: stored value: %w", err)
 		}
 		value := stampAt(cur.Value, loc, rev)
+		stored, err := db.encode(r.key, value)
+		if err != nil {
+			return ev, nil, err
+		}
 		if _, err := db.stmts.deleteObject.ExecContext(ctx, k.Resource, k.Namespace, k.Name); err != nil {
 			return ev, nil, translate("delete object", err)
 		}
 		if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Deleted), k.Resource, k.Namespace, k.Name,
-			cur.UID, cur.CreateRev, cur.ModRev, value, cur.Value); err != nil {
+			cur.UID, cur.CreateRev, cur.ModRev, stored, prevStored); err != nil {
 			return ev, nil, translate("write change log", err)
 		}
 		obj := Object{Key: r.key, UID: cur.UID, CreateRev: cur.CreateRev, ModRev: rev, Value: value}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // This file is the read API. Reads go through the read pool, never through
@@ -72,6 +73,9 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 	if err != nil {
 		return Object{}, translate("get object", err)
 	}
+	if obj.Value, _, err = db.decode(key, obj.Value); err != nil {
+		return Object{}, err
+	}
 	if db.cache != nil {
 		db.cache.fill(obj, gen)
 	}
@@ -95,7 +99,7 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
 	var res ListResult
 	err := db.readTx(ctx, "list", func(tx *sql.Tx, cur, compacted int64) (err error) {
-		res, err = list(ctx, tx, opts, cur, compacted)
+		res, err = db.list(ctx, tx, opts, cur, compacted)
 		return err
 	})
 	if err != nil {
@@ -105,7 +109,7 @@ func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
 }
 
 // list is List inside its read transaction, whose snapshot is at cur.
-func list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int64) (ListResult, error) {
+func (db *DB) list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int64) (ListResult, error) {
 	var err error
 	rev := opts.Rev
 	switch {
@@ -132,7 +136,7 @@ func list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int6
 
 	var past []Object
 	if rev < cur {
-		past, err = pastStates(ctx, tx, opts.Resource, opts.Namespace, afterNS, afterName, rev)
+		past, err = pastStates(ctx, tx, opts.Resource, opts.Namespace, afterNS, afterName, rev, db.decodeInList)
 		if err != nil {
 			return ListResult{}, err
 		}
@@ -152,9 +156,13 @@ func list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int6
 	if err != nil {
 		return ListResult{}, translate("list objects", err)
 	}
-	res, err := mergeList(rows, past, opts)
+	res, err := mergeList(rows, past, opts, db.decodeInList)
 	if cerr := rows.Close(); err == nil && cerr != nil {
 		err = cerr
+	}
+	var te *TransformError
+	if errors.As(err, &te) {
+		return ListResult{}, te // kube-apiserver's wording, unwrapped
 	}
 	if err != nil {
 		return ListResult{}, translate("list objects", err)
@@ -195,8 +203,9 @@ func list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compacted int6
 // mergeList merges the current rows (at or below the list revision) with
 // past, the states of objects changed since (sorted by key, disjoint from
 // rows), applying opts' Filter, Limit and MaxBytes. Values of rows are copied into
-// an arena; a filtered-out row is never copied.
-func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, error) {
+// an arena; a filtered-out row is never copied. decodeRow turns a row's
+// stored value into the caller's form (see transform.go).
+func mergeList(rows *sql.Rows, past []Object, opts ListOptions, decodeRow func(Key, []byte) ([]byte, error)) (ListResult, error) {
 	var (
 		res   ListResult
 		a     arena
@@ -233,7 +242,11 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, err
 		var obj *Object
 		fromRow := haveR && (len(past) == 0 || keyLess(row.Key, past[0].Key))
 		if fromRow {
-			row.Value = raw
+			v, err := decodeRow(row.Key, raw)
+			if err != nil {
+				return res, err
+			}
+			row.Value = v
 			obj = &row
 		} else {
 			obj = &past[0]
@@ -244,7 +257,8 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions) (ListResult, err
 				return res, nil
 			}
 			o := *obj
-			if fromRow {
+			if fromRow && unsafe.SliceData(o.Value) == unsafe.SliceData(raw) {
+				// Still the driver's buffer: copy it before the next row.
 				o.Value = a.copy(raw)
 			}
 			res.Objects = append(res.Objects, o)

@@ -67,7 +67,10 @@ func (db *DB) Delete(ctx context.Context, key Key, pre Preconditions) (Object, e
 // again from a fresh read, until ctx ends. An error from tryUpdate ends the
 // loop and is returned as it is; so are ErrNotFound and any other write
 // error. A result equal to the current value once both are stamped with
-// the current revision writes nothing and returns the current object.
+// the current revision writes nothing and returns the current object,
+// unless the stored bytes are stale (written with a key that is no longer
+// the first): then it is written again, as kube-apiserver does, which is
+// how an update without changes moves a Secret to the new key.
 func (db *DB) GuaranteedUpdate(ctx context.Context, key Key, tryUpdate func(cur Object) ([]byte, error)) (Object, error) {
 	for {
 		cur, err := db.Get(ctx, key)
@@ -78,7 +81,8 @@ func (db *DB) GuaranteedUpdate(ctx context.Context, key Key, tryUpdate func(cur 
 		if err != nil {
 			return Object{}, err
 		}
-		if loc, err := locateRevision(value); err == nil && equalStamped(cur.Value, value, loc, cur.ModRev) {
+		if loc, err := locateRevision(value); err == nil && equalStamped(cur.Value, value, loc, cur.ModRev) &&
+			!db.storedStale(ctx, key) {
 			return cur, nil
 		}
 		obj, err := db.Update(ctx, key, Preconditions{ModRev: cur.ModRev}, value)
