@@ -87,8 +87,12 @@ func (ca *testCA) issue(t *testing.T, tmpl *x509.Certificate) *x509.Certificate 
 func issueWithKey(t *testing.T, ca *testCA, tmpl *x509.Certificate, pub crypto.PublicKey) *x509.Certificate {
 	t.Helper()
 	tmpl.SerialNumber = big.NewInt(time.Now().UnixNano())
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	if tmpl.NotBefore.IsZero() {
+		tmpl.NotBefore = time.Now().Add(-time.Hour)
+	}
+	if tmpl.NotAfter.IsZero() {
+		tmpl.NotAfter = time.Now().Add(24 * time.Hour)
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
 	if err != nil {
 		t.Fatal(err)
