@@ -26,12 +26,22 @@ var ErrInvalidBearerToken = errors.New("authn: invalid bearer token")
 //     ErrInvalidBearerToken, which is a 401 and never anonymous.
 type BearerToken struct {
 	Tokens TokenAuthenticator
+	// Warn, if set, is called with kube-apiserver's warning text for a
+	// request whose token is ignored because of the extra space; the HTTP
+	// layer sends it as a Warning header (299).
+	Warn func(r *http.Request, text string)
 }
+
+// ExtraSpaceWarning is kube-apiserver's warning for "Bearer  <token>".
+const ExtraSpaceWarning = "the provided Authorization header contains extra space before the bearer token, and is ignored"
 
 // AuthenticateRequest implements Authenticator.
 func (b *BearerToken) AuthenticateRequest(r *http.Request) (user.Info, bool, error) {
-	token, ok := bearerToken(r.Header.Get("Authorization"))
+	token, extraSpace, ok := bearerToken(r.Header.Get("Authorization"))
 	if !ok {
+		if extraSpace && b.Warn != nil {
+			b.Warn(r, ExtraSpaceWarning)
+		}
 		return nil, false, nil
 	}
 	u, ok, err := b.Tokens.AuthenticateToken(r.Context(), token)
@@ -45,16 +55,17 @@ func (b *BearerToken) AuthenticateRequest(r *http.Request) (user.Info, bool, err
 }
 
 // bearerToken returns the token of an Authorization header value and whether
-// it presents one (see BearerToken).
-func bearerToken(header string) (string, bool) {
+// it presents one (see BearerToken); extraSpace reports a bearer header
+// whose token is empty because a second space follows the scheme.
+func bearerToken(header string) (token string, extraSpace, ok bool) {
 	header = strings.TrimSpace(header)
 	scheme, rest, found := strings.Cut(header, " ")
 	if !found || !strings.EqualFold(scheme, "bearer") {
-		return "", false
+		return "", false, false
 	}
-	token, _, _ := strings.Cut(rest, " ")
+	token, _, more := strings.Cut(rest, " ")
 	if token == "" {
-		return "", false
+		return "", more, false
 	}
-	return token, true
+	return token, false, true
 }

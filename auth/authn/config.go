@@ -3,6 +3,7 @@ package authn
 import (
 	"crypto/x509"
 	"fmt"
+	"net/http"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -24,6 +25,9 @@ type Config struct {
 	// ExtraTokens are further token authenticators (ServiceAccount tokens),
 	// tried after the token file.
 	ExtraTokens []TokenAuthenticator
+	// Warn, if set, receives the warnings kube-apiserver sends with a
+	// response (see BearerToken.Warn).
+	Warn func(r *http.Request, text string)
 }
 
 // New builds the authenticator kube-apiserver builds from c: client
@@ -49,7 +53,7 @@ func New(c Config) (auth *Chain, warnings []string, err error) {
 	}
 	tokens = append(tokens, c.ExtraTokens...)
 	if len(tokens) > 0 {
-		chain.Authenticators = append(chain.Authenticators, &BearerToken{Tokens: tokens})
+		chain.Authenticators = append(chain.Authenticators, &BearerToken{Tokens: tokens, Warn: c.Warn})
 	}
 	return chain, warnings, nil
 }

@@ -3,6 +3,7 @@ package authn
 import (
 	"context"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -130,6 +131,7 @@ func TestBearerToken_AuthenticateRequest(t *testing.T) {
 		wantUser string
 		wantOK   bool
 		wantErr  error
+		wantWarn bool
 	}{
 		{name: "valid token", headers: []string{"Bearer good"}, wantUser: "alice", wantOK: true},
 		{name: "scheme without case", headers: []string{"bEaReR good"}, wantUser: "alice", wantOK: true},
@@ -143,7 +145,8 @@ func TestBearerToken_AuthenticateRequest(t *testing.T) {
 		{name: "empty header has no opinion", headers: []string{""}},
 		{name: "scheme alone has no opinion", headers: []string{"Bearer"}},
 		{name: "scheme and spaces have no opinion", headers: []string{"Bearer    "}},
-		{name: "two spaces before the token have no opinion", headers: []string{"Bearer  good"}},
+		{name: "two spaces before the token have no opinion and a warning", headers: []string{"Bearer  good"}, wantWarn: true},
+		{name: "three spaces before the token have no opinion and a warning", headers: []string{"Bearer   good"}, wantWarn: true},
 		{name: "tab instead of space has no opinion", headers: []string{"Bearer\tgood"}},
 		{name: "basic auth has no opinion", headers: []string{"Basic YWxpY2U6c2VjcmV0"}},
 		{name: "token without a scheme has no opinion", headers: []string{"good"}},
@@ -154,7 +157,12 @@ func TestBearerToken_AuthenticateRequest(t *testing.T) {
 			for _, h := range tt.headers {
 				r.Header.Add("Authorization", h)
 			}
-			u, ok, err := (&BearerToken{Tokens: tf}).AuthenticateRequest(r)
+			var warnings []string
+			warn := func(_ *http.Request, text string) { warnings = append(warnings, text) }
+			u, ok, err := (&BearerToken{Tokens: tf, Warn: warn}).AuthenticateRequest(r)
+			if got := len(warnings) > 0; got != tt.wantWarn {
+				t.Errorf("got warnings %q, want a warning %v", warnings, tt.wantWarn)
+			}
 			if !errors.Is(err, tt.wantErr) || (err != nil) != (tt.wantErr != nil) || ok != tt.wantOK {
 				t.Fatalf("got ok=%v err=%v, want ok=%v err=%v", ok, err, tt.wantOK, tt.wantErr)
 			}
