@@ -219,3 +219,63 @@ func TestLoadCertPool(t *testing.T) {
 		})
 	}
 }
+
+func TestClientCert_CachedVerification(t *testing.T) {
+	ca, other := newTestCA(t, "ca"), newTestCA(t, "other")
+	now := time.Now()
+	leafTmpl := &x509.Certificate{Subject: pkix.Name{CommonName: "alice"}, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}
+	cert := ca.issue(t, leafTmpl)
+	caPool, otherPool := ca.pool(), other.pool()
+
+	roots, clock := caPool, now
+	a := &ClientCert{Roots: func() *x509.CertPool { return roots }, Now: func() time.Time { return clock }}
+	r := httptest.NewRequest("GET", "/api", nil)
+	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cert}}
+	steps := []struct {
+		name    string
+		roots   *x509.CertPool
+		clock   time.Time
+		wantErr string
+	}{
+		{"first request verifies", caPool, now, ""},
+		{"second request is the same", caPool, now.Add(time.Minute), ""},
+		{"a pool without the CA refuses the cached certificate", otherPool, now, "unknown authority"},
+		{"the CA's pool again", caPool, now, ""},
+		{"past the certificate's end it is expired", caPool, now.Add(2 * time.Hour), "expired"},
+		{"before the certificate's start it is not yet valid", caPool, now.Add(-2 * time.Hour), "not yet valid"},
+	}
+	for _, st := range steps {
+		roots, clock = st.roots, st.clock
+		u, ok, err := a.AuthenticateRequest(r)
+		if st.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), st.wantErr) || ok {
+				t.Errorf("%s: got %v %v, want an error containing %q", st.name, ok, err, st.wantErr)
+			}
+			continue
+		}
+		if err != nil || !ok || u.GetName() != "alice" {
+			t.Errorf("%s: got %v %v %v, want alice", st.name, u, ok, err)
+		}
+	}
+}
+
+func TestClientCert_CacheExpiresWithTheCA(t *testing.T) {
+	// A CA that ends before its leaf: the cached entry must end with the CA.
+	now := time.Now()
+	ca := newTestCA(t, "ca")
+	sub := newTestCA(t, "short-lived intermediate")
+	sub.cert = issueWithKey(t, ca, &x509.Certificate{Subject: pkix.Name{CommonName: "short"}, IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign, NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour)}, sub.key.Public())
+	leaf := sub.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: "alice"}, NotAfter: now.Add(10 * time.Hour)})
+	pool, clock := ca.pool(), now
+	a := &ClientCert{Roots: func() *x509.CertPool { return pool }, Now: func() time.Time { return clock }}
+	r := httptest.NewRequest("GET", "/api", nil)
+	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{leaf, sub.cert}}
+	if _, ok, err := a.AuthenticateRequest(r); !ok || err != nil {
+		t.Fatalf("got %v %v, want alice", ok, err)
+	}
+	clock = now.Add(2 * time.Hour)
+	if _, ok, err := a.AuthenticateRequest(r); ok || err == nil || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("got %v %v after the intermediate expired, want an expired error", ok, err)
+	}
+}
