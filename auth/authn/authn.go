@@ -2,9 +2,28 @@
 // client certificates, bearer tokens from a token file, anonymous requests
 // and impersonation headers.
 //
-// The package only answers questions; the HTTP layer calls Authenticate on
-// each request, answers a failure with Unauthorized, and then applies
-// Impersonate with an authorizer.
+// The package only answers questions; the HTTP layer writes the answers.
+// Wiring it into the daemon, outermost first:
+//
+//	chain, warnings, err := authn.New(authn.Config{
+//		ClientCAFile:  flags.clientCAFile,  // --client-ca-file
+//		TokenAuthFile: flags.tokenAuthFile, // --token-auth-file
+//		Anonymous:     flags.anonymousAuth, // --anonymous-auth, default true
+//		Warn:          addWarningHeader,    // 299 Warning header
+//	})
+//	// log warnings (they hold no token); refuse to start on err
+//	h := api.Handler()                       // the REST layer
+//	h = authorize(h)                         // RBAC: 403 before 404
+//	h = authn.WithImpersonation(h, &authn.Impersonator{Authorizer: rbac}, writeStatus)
+//	h = authn.WithAuthentication(h, chain, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+//		writeStatus(w, r, authn.Unauthorized())
+//	}))
+//
+// where writeStatus writes a *apierrors.StatusError with the REST layer's
+// content negotiation, and the TLS listener uses tls.RequestClientCert (not
+// RequireAndVerifyClientCert) so that a bad certificate is a 401 Status and
+// a request without one can use a token. Handlers read the user with
+// UserFrom(r.Context()).
 package authn
 
 import (

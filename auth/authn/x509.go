@@ -33,7 +33,9 @@ var uidOID = asn1.ObjectIdentifier{0, 9, 2342, 19200300, 100, 1, 1}
 type ClientCert struct {
 	// Roots returns the client CA pool at the time of the request, so a CA
 	// file rotated on disk can be swapped in. A nil pool means client
-	// certificates are not configured: no opinion.
+	// certificates are not configured: no opinion. A pool must not be
+	// changed once returned (verifications are cached per pool): return a
+	// new pool instead, as CertPoolFile does.
 	Roots func() *x509.CertPool
 	// Now returns the time certificates are checked against; nil means
 	// time.Now. Tests set it.
