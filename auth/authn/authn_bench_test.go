@@ -40,3 +40,26 @@ func BenchmarkChain_Token(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkChain_ClientCertParallel(b *testing.B) {
+	t := &testing.T{}
+	ca := newTestCA(t, "ca")
+	certs := make([]*x509.Certificate, 8)
+	for i := range certs {
+		certs[i] = ca.issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: "user"}})
+	}
+	pool := ca.pool()
+	chain := &Chain{Authenticators: Union{&ClientCert{Roots: func() *x509.CertPool { return pool }}}}
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			r := httptest.NewRequest("GET", "/api", nil)
+			r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{certs[i%len(certs)]}}
+			i++
+			if _, ok, err := chain.AuthenticateRequest(r); !ok || err != nil {
+				b.Fatal(ok, err)
+			}
+		}
+	})
+}
