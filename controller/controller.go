@@ -104,6 +104,9 @@ func (m *Manager) CRDsServed() bool {
 	}
 }
 
+// CRDsServedCh is closed when CRDsServed turns true.
+func (m *Manager) CRDsServedCh() <-chan struct{} { return m.crdsServed }
+
 // markCRDsServed makes CRDsServed true.
 func (m *Manager) markCRDsServed() {
 	m.crdsServedOnce.Do(func() { close(m.crdsServed) })

@@ -234,6 +234,13 @@ func (d *daemon) run(ctx context.Context) error {
 		d.db.RunCompactor(compactCtx, time.Duration(d.cfg.CompactionInterval))
 	}()
 
+	// Ready, for systemd, when /readyz is: once the custom resources of
+	// the stored CRDs are served (the controller's first round, a few
+	// milliseconds after start), or at once if shutdown began.
+	select {
+	case <-d.ctrl.CRDsServedCh():
+	case <-ctx.Done():
+	}
 	d.notify(sddaemon.SdNotifyReady + "\nSTATUS=serving on " + d.ln.Addr().String())
 	d.log.Info("edgeapi serving",
 		zap.String("version", version),
