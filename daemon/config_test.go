@@ -127,7 +127,7 @@ max-request-body: 1Mi
 // served on a loopback address only, unless --insecure-allow-public-listen
 // acknowledges it.
 func TestServeConfig_ValidateListen(t *testing.T) {
-	const wantErr = "not a loopback address (127.0.0.0/8, ::1, localhost); edgeapi serves plain HTTP without authentication"
+	const wantErr = "not a loopback address (127.0.0.0/8, ::1, localhost); edgeapi serves the API without authentication"
 	tests := []struct {
 		listen   string
 		allow    bool

@@ -119,12 +119,21 @@ const watchPeerCheck = 2 * time.Second
 
 // hijackWatch takes an HTTP/1.1 connection over from net/http for a watch
 // stream and writes the response header. ok is false when the connection
-// cannot be taken over: HTTP/1.0 (no chunked framing), HTTP/2, test
+// cannot be taken over: HTTP/1.0 (no chunked framing), HTTP/2, TLS, test
 // recorders, and platforms where a closed connection cannot be noticed
 // without a reader. Then nothing was written.
+//
+// Not over TLS: a peek at the TCP socket under a *tls.Conn cannot tell a
+// client's close_notify alert (TLS 1.3 encrypts it as application data)
+// from the bytes of its next request, so a client that closed cleanly
+// would never be noticed; and a write that times out leaves a *tls.Conn
+// unusable, so the stream workers' short write deadlines cannot be used
+// either. TLS watches write through net/http, whose reader of the
+// connection (HTTP/1.1) or stream reset (HTTP/2) ends the request's
+// context when the client leaves.
 func (s *Server) hijackWatch(c echo.Context) (out *connOut, ok bool) {
 	req, resp := c.Request(), c.Response()
-	if !canPeek || !req.ProtoAtLeast(1, 1) || req.ProtoMajor != 1 {
+	if !canPeek || !req.ProtoAtLeast(1, 1) || req.ProtoMajor != 1 || req.TLS != nil {
 		return nil, false
 	}
 	rc := http.NewResponseController(resp.Writer)
