@@ -1,0 +1,317 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/edgeapi/edgeapi/pki"
+)
+
+// These tests cover `edgeapi serve` over TLS: the generated PKI and
+// kubeconfig, certificate rotation, the TLS version floor, the loopback-only
+// plain-HTTP listener, and watches over TLS with HTTP/1.1 and HTTP/2.
+
+// TestTLS_Kubeconfig: the kubeconfig a first start writes reaches the
+// daemon over https with nothing else (kubectl and client-go), it and the
+// keys are 0600, and a restart keeps the CA, so the kubeconfig stays good.
+func TestTLS_Kubeconfig(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	if r := d.Kubectl("get", "ns", "default", "-o", "name"); r.ExitCode != 0 || strings.TrimSpace(r.Stdout) != "namespace/default" {
+		t.Fatalf("%s", r)
+	}
+	cfg := d.RESTConfig()
+	if got, want := cfg.Host, "https://"+d.Addr; got != want {
+		t.Errorf("kubeconfig server = %q, want %q", got, want)
+	}
+	if cfg.Insecure || len(cfg.CAData) == 0 || len(cfg.CertData) == 0 || len(cfg.KeyData) == 0 {
+		t.Errorf("kubeconfig: insecure %v, CA %d bytes, client cert %d bytes, key %d bytes; want the CA and a client certificate",
+			cfg.Insecure, len(cfg.CAData), len(cfg.CertData), len(cfg.KeyData))
+	}
+	for _, path := range []string{
+		d.Kubeconfig,
+		filepath.Join(d.DataDir, "pki", pki.CAKeyFile),
+		filepath.Join(d.DataDir, "pki", pki.ServingKeyFile),
+		filepath.Join(d.DataDir, "pki", pki.AdminKeyFile),
+	} {
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := st.Mode().Perm(), os.FileMode(0o600); got != want {
+			t.Errorf("%s mode = %v, want %v", path, got, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(d.DataDir, "kubeconfig-insecure")); err == nil {
+		t.Error("kubeconfig-insecure exists without --insecure-listen")
+	}
+
+	// Plain HTTP to the TLS port is refused.
+	resp, err := http.Get("http://" + d.Addr + "/api/v1/namespaces")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("plain HTTP to the HTTPS port: status %d, want 400", resp.StatusCode)
+		}
+	}
+
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	d2 := StartDaemon(t, DaemonOptions{TLS: true, DataDir: d.DataDir})
+	if got, want := string(d2.RESTConfig().CAData), string(cfg.CAData); got != want {
+		t.Error("the CA changed across a restart")
+	}
+	// The old kubeconfig's credentials still work against the new process.
+	cfg.Host = "https://" + d2.Addr
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err = c.Get(cfg.Host + "/api/v1/namespaces/default")
+	if err != nil {
+		t.Fatalf("old kubeconfig after restart: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("old kubeconfig after restart: status %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestTLS_CertificateRotation: a serving certificate replaced on disk is
+// served to new connections without a restart.
+func TestTLS_CertificateRotation(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	const newIP = "192.0.2.9"
+	// Issue the serving certificate again, for one more address, the way
+	// an operator's tool would replace the files.
+	if _, err := pki.Ensure(filepath.Join(d.DataDir, "pki"), []string{"localhost", "127.0.0.1", newIP}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(eventually)
+	for {
+		conn, err := tls.Dial("tcp", d.Addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		leaf := conn.ConnectionState().PeerCertificates[0]
+		conn.Close()
+		if leaf.VerifyHostname(newIP) == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("served certificate %s after the files changed still lacks %s (SANs %v %v)", eventually, newIP, leaf.DNSNames, leaf.IPAddresses)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Clients of the generated kubeconfig keep working: same CA.
+	if r := d.Kubectl("get", "ns", "default", "-o", "name"); r.ExitCode != 0 {
+		t.Fatalf("%s", r)
+	}
+}
+
+// TestTLS_MinVersion: clients below --tls-min-version (TLS 1.2 by
+// default) fail the handshake.
+func TestTLS_MinVersion(t *testing.T) {
+	t.Parallel()
+	t.Run("default", func(t *testing.T) {
+		d := StartDaemon(t, DaemonOptions{TLS: true})
+		if conn, err := tls.Dial("tcp", d.Addr, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}); err == nil {
+			conn.Close()
+			t.Error("TLS 1.1 handshake succeeded, want an error")
+		}
+		conn, err := tls.Dial("tcp", d.Addr, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12})
+		if err != nil {
+			t.Fatalf("TLS 1.2 handshake: %v", err)
+		}
+		conn.Close()
+	})
+	t.Run("VersionTLS13", func(t *testing.T) {
+		d := StartDaemon(t, DaemonOptions{TLS: true, Args: []string{"--tls-min-version", "VersionTLS13"}})
+		if conn, err := tls.Dial("tcp", d.Addr, &tls.Config{InsecureSkipVerify: true, MaxVersion: tls.VersionTLS12}); err == nil {
+			conn.Close()
+			t.Error("TLS 1.2 handshake succeeded with --tls-min-version VersionTLS13, want an error")
+		}
+	})
+}
+
+// TestTLS_InsecureListenOnlyOnLoopback: plain HTTP is refused on an
+// address other than loopback.
+func TestTLS_InsecureListenOnlyOnLoopback(t *testing.T) {
+	t.Parallel()
+	_, err := TryStartDaemon(t, DaemonOptions{TLS: true, Args: []string{"--insecure-listen", "0.0.0.0:0"}})
+	if err == nil {
+		t.Fatal("daemon started with --insecure-listen 0.0.0.0:0, want a refusal")
+	}
+	if want := "plain HTTP is served only on a loopback address"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error does not say %q:\n%v", want, err)
+	}
+}
+
+// tlsWatchHold is how long TestTLS_Watch keeps its watches open: several
+// peer-check intervals (2 s) by default; EDGEAPI_E2E_TLS_WATCH_HOLD (a
+// duration, e.g. 3m) runs it across several bookmark intervals (1 min).
+func tlsWatchHold(t *testing.T) time.Duration {
+	if v := os.Getenv("EDGEAPI_E2E_TLS_WATCH_HOLD"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("EDGEAPI_E2E_TLS_WATCH_HOLD: %v", err)
+		}
+		return d
+	}
+	return 7 * time.Second
+}
+
+// TestTLS_Watch: a watch over TLS, with HTTP/1.1 and with HTTP/2, stays
+// open while its client is there (no end of stream, and it still delivers
+// events after the hold), and the server forgets it once the client leaves
+// (HTTP/1.1: the connection is closed; HTTP/2: the stream is reset, the
+// connection stays).
+func TestTLS_Watch(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	hold := tlsWatchHold(t)
+	base := d.RESTConfig()
+	base.Timeout = 0 // watches outlive any request timeout
+
+	for _, tc := range []struct {
+		name       string
+		protoMajor int
+		client     func(t *testing.T) *http.Client
+	}{
+		{"HTTP/1.1", 1, func(t *testing.T) *http.Client {
+			tlsCfg, err := rest.TLSConfigFor(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A non-nil empty TLSNextProto turns HTTP/2 off.
+			return &http.Client{Transport: &http.Transport{
+				TLSClientConfig: tlsCfg,
+				TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
+			}}
+		}},
+		{"HTTP/2", 2, func(t *testing.T) *http.Client {
+			c, err := rest.HTTPClientFor(base) // as client-go negotiates it
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := "tls-watch-" + strings.ToLower(strings.NewReplacer("/", "", ".", "").Replace(tc.name))
+			createNamespace(t, d.Clientset(), ns)
+			client := tc.client(t)
+			before := watcherCount(t, d)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet,
+				d.URL+"/api/v1/namespaces/"+ns+"/configmaps?watch=1&allowWatchBookmarks=true&timeoutSeconds=3600", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Accept", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.ProtoMajor != tc.protoMajor {
+				t.Fatalf("watch: status %d over %s, want 200 over HTTP/%d", resp.StatusCode, resp.Proto, tc.protoMajor)
+			}
+			type line struct {
+				typ, name string
+				err       error
+			}
+			lines := make(chan line, 16)
+			go func() {
+				sc := bufio.NewScanner(resp.Body)
+				for sc.Scan() {
+					var ev struct {
+						Type   string
+						Object struct{ Metadata struct{ Name string } }
+					}
+					err := json.Unmarshal(sc.Bytes(), &ev)
+					lines <- line{ev.Type, ev.Object.Metadata.Name, err}
+				}
+				err := sc.Err()
+				if err == nil {
+					err = io.EOF
+				}
+				lines <- line{err: err}
+			}()
+			if got, want := watcherCount(t, d), before+1; got != want {
+				t.Fatalf("watchers with the watch open = %d, want %d", got, want)
+			}
+
+			// Hold: only bookmarks may arrive, and the stream must not end.
+			timer := time.NewTimer(hold)
+		holding:
+			for {
+				select {
+				case l := <-lines:
+					if l.err != nil || l.typ != "BOOKMARK" {
+						t.Fatalf("during the %v hold the watch got %q (err %v), want it open with at most bookmarks", hold, l.typ, l.err)
+					}
+					t.Logf("bookmark")
+				case <-timer.C:
+					break holding
+				}
+			}
+			if got, want := watcherCount(t, d), before+1; got != want {
+				t.Fatalf("watchers after the %v hold = %d, want %d", hold, got, want)
+			}
+			_, err = d.Clientset().CoreV1().ConfigMaps(ns).Create(context.Background(),
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-hold"}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		events:
+			for {
+				select {
+				case l := <-lines:
+					if l.err != nil {
+						t.Fatalf("watch ended before the ADDED event: %v", l.err)
+					}
+					if l.typ == "ADDED" && l.name == "after-hold" {
+						break events
+					}
+				case <-time.After(requestTimeout):
+					t.Fatalf("no ADDED event within %v of the create", requestTimeout)
+				}
+			}
+
+			// The client leaves.
+			left := time.Now()
+			cancel()
+			resp.Body.Close()
+			deadline := time.Now().Add(eventually)
+			for {
+				got := watcherCount(t, d)
+				if got == before {
+					t.Logf("the server forgot the watch %v after the client left", time.Since(left).Round(10*time.Millisecond))
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("watchers %v after the client left = %d, want %d", eventually, got, before)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
+	}
+}
