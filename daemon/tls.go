@@ -27,14 +27,24 @@ type servingTLS struct {
 
 // servingHosts are the names the generated serving certificate covers:
 // localhost, both loopback addresses, the host name, and the listen
-// address with the address clients dial for it.
+// address with the address clients dial for it. A listen address without
+// a host (0.0.0.0, [::]) stands for every address of the machine's
+// interfaces at start (link-local ones left out).
 func servingHosts(listen net.Addr) []string {
 	hosts := []string{"localhost", "127.0.0.1", "::1"}
 	if name, err := os.Hostname(); err == nil && name != "" {
 		hosts = append(hosts, name)
 	}
-	if tcp, ok := listen.(*net.TCPAddr); ok && tcp.IP != nil && !tcp.IP.IsUnspecified() {
-		hosts = append(hosts, tcp.IP.String())
+	if tcp, ok := listen.(*net.TCPAddr); ok {
+		if tcp.IP != nil && !tcp.IP.IsUnspecified() {
+			hosts = append(hosts, tcp.IP.String())
+		} else if addrs, err := net.InterfaceAddrs(); err == nil {
+			for _, a := range addrs {
+				if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLinkLocalUnicast() {
+					hosts = append(hosts, ipn.IP.String())
+				}
+			}
+		}
 	}
 	if host, _, err := net.SplitHostPort(clientAddress(listen)); err == nil {
 		hosts = append(hosts, host)
