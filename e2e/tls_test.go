@@ -162,6 +162,74 @@ func TestTLS_InsecureListenOnlyOnLoopback(t *testing.T) {
 	}
 }
 
+// tlsWatchClient is an HTTPS client that speaks one HTTP version.
+type tlsWatchClient struct {
+	name       string
+	protoMajor int
+	client     *http.Client
+}
+
+// tlsWatchClients returns clients of cfg's TLS settings without a request
+// timeout (watches outlive it): one that speaks only HTTP/1.1, and
+// client-go's own, which negotiates HTTP/2.
+func tlsWatchClients(t *testing.T, cfg *rest.Config) []tlsWatchClient {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 0
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h1 := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: tlsCfg,
+		// A non-nil empty TLSNextProto turns HTTP/2 off.
+		TLSNextProto: map[string]func(string, *tls.Conn) http.RoundTripper{},
+	}}
+	h2, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return []tlsWatchClient{{"HTTP/1.1", 1, h1}, {"HTTP/2", 2, h2}}
+}
+
+// TestTLS_ShutdownEndsWatches: shutdown ends TLS watches over HTTP/1.1
+// and HTTP/2 cleanly, and the daemon exits with status 0.
+func TestTLS_ShutdownEndsWatches(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	ended := make(chan string, 4)
+	for _, c := range tlsWatchClients(t, d.RESTConfig()) {
+		for range 2 {
+			req, err := http.NewRequest(http.MethodGet, d.URL+"/api/v1/configmaps?watch=1&resourceVersion=0", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := c.client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || resp.ProtoMajor != c.protoMajor {
+				t.Fatalf("watch: status %d over %s, want 200 over HTTP/%d", resp.StatusCode, resp.Proto, c.protoMajor)
+			}
+			go func() {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				ended <- c.name
+			}()
+		}
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatalf("stop with open TLS watches: %v, want exit status 0", err)
+	}
+	for range 4 {
+		select {
+		case <-ended:
+		case <-time.After(eventually):
+			t.Fatal("a TLS watch is still open after the daemon exited")
+		}
+	}
+}
+
 // tlsWatchHold is how long TestTLS_Watch keeps its watches open: several
 // peer-check intervals (2 s) by default; EDGEAPI_E2E_TLS_WATCH_HOLD (a
 // duration, e.g. 3m) runs it across several bookmark intervals (1 min).
@@ -186,36 +254,12 @@ func TestTLS_Watch(t *testing.T) {
 	d := StartDaemon(t, DaemonOptions{TLS: true})
 	hold := tlsWatchHold(t)
 	base := d.RESTConfig()
-	base.Timeout = 0 // watches outlive any request timeout
 
-	for _, tc := range []struct {
-		name       string
-		protoMajor int
-		client     func(t *testing.T) *http.Client
-	}{
-		{"HTTP/1.1", 1, func(t *testing.T) *http.Client {
-			tlsCfg, err := rest.TLSConfigFor(base)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// A non-nil empty TLSNextProto turns HTTP/2 off.
-			return &http.Client{Transport: &http.Transport{
-				TLSClientConfig: tlsCfg,
-				TLSNextProto:    map[string]func(string, *tls.Conn) http.RoundTripper{},
-			}}
-		}},
-		{"HTTP/2", 2, func(t *testing.T) *http.Client {
-			c, err := rest.HTTPClientFor(base) // as client-go negotiates it
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}},
-	} {
+	for _, tc := range tlsWatchClients(t, base) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := "tls-watch-" + strings.ToLower(strings.NewReplacer("/", "", ".", "").Replace(tc.name))
 			createNamespace(t, d.Clientset(), ns)
-			client := tc.client(t)
+			client := tc.client
 			before := watcherCount(t, d)
 
 			ctx, cancel := context.WithCancel(context.Background())

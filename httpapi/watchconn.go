@@ -425,6 +425,12 @@ type responseOut struct {
 	resp     *echo.Response
 	rc       *http.ResponseController
 	deadline writeDeadline
+	// mu guards returned: the handler has returned, so the response
+	// writer must not be touched (HTTP/2's panics). abort runs on other
+	// goroutines (server close, the request context's AfterFunc) and may
+	// come after that.
+	mu       sync.Mutex
+	returned bool
 }
 
 func (o *responseOut) write(line []byte) error {
@@ -439,4 +445,18 @@ func (o *responseOut) close() {}
 
 func (o *responseOut) setWorker(bool) {}
 
-func (o *responseOut) abort() { _ = o.rc.SetWriteDeadline(time.Now()) }
+func (o *responseOut) abort() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.returned {
+		_ = o.rc.SetWriteDeadline(time.Now())
+	}
+}
+
+// handlerReturns is called by the handler as it returns: later aborts do
+// nothing.
+func (o *responseOut) handlerReturns() {
+	o.mu.Lock()
+	o.returned = true
+	o.mu.Unlock()
+}
