@@ -431,6 +431,9 @@ type responseOut struct {
 	// come after that.
 	mu       sync.Mutex
 	returned bool
+	// aborted: abort set a deadline in the past, which flush must not
+	// lift. Guarded by mu.
+	aborted bool
 }
 
 func (o *responseOut) write(line []byte) error {
@@ -439,7 +442,24 @@ func (o *responseOut) write(line []byte) error {
 	return err
 }
 
-func (o *responseOut) flush() error { return o.rc.Flush() }
+// flush sends what was written, then lifts the write deadline: over
+// HTTP/2 a deadline that passes resets the stream even while nothing is
+// being written, so one left set after a write would end an idle watch
+// watchWriteTimeout later (over HTTP/1.1 it only fails a late write, and
+// the next write moves it anyway).
+func (o *responseOut) flush() error {
+	err := o.rc.Flush()
+	if o.deadline.set.IsZero() {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.returned && !o.aborted {
+		_ = o.rc.SetWriteDeadline(time.Time{})
+		o.deadline = writeDeadline{}
+	}
+	return err
+}
 
 func (o *responseOut) close() {}
 
@@ -449,6 +469,7 @@ func (o *responseOut) abort() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.returned {
+		o.aborted = true
 		_ = o.rc.SetWriteDeadline(time.Now())
 	}
 }
