@@ -230,9 +230,42 @@ func TestTLS_ShutdownEndsWatches(t *testing.T) {
 	}
 }
 
-// tlsWatchHold is how long TestTLS_Watch keeps its watches open: several
-// peer-check intervals (2 s) by default; EDGEAPI_E2E_TLS_WATCH_HOLD (a
-// duration, e.g. 3m) runs it across several bookmark intervals (1 min).
+// watchLine is one line of a JSON watch stream, or its end (err).
+type watchLine struct {
+	typ, name string
+	err       error
+}
+
+// waitAdded creates ConfigMap ns/name and waits for its ADDED event on
+// lines, skipping bookmarks.
+func waitAdded(t *testing.T, d *Daemon, ns, name string, lines <-chan watchLine) {
+	t.Helper()
+	_, err := d.Clientset().CoreV1().ConfigMaps(ns).Create(context.Background(),
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	timeout := time.After(requestTimeout)
+	for {
+		select {
+		case l := <-lines:
+			if l.err != nil {
+				t.Fatalf("watch ended before the ADDED event of %s: %v", name, l.err)
+			}
+			if l.typ == "ADDED" && l.name == name {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("no ADDED event within %v of creating %s", requestTimeout, name)
+		}
+	}
+}
+
+// tlsWatchHold is how long TestTLS_Watch keeps its watches idle after an
+// event: by default longer than the server's watch write timeout (30 s,
+// which over HTTP/2 reset idle streams while it was left set) and many
+// peer-check intervals (2 s); EDGEAPI_E2E_TLS_WATCH_HOLD (a duration,
+// e.g. 3m) runs it across several bookmark intervals (1 min).
 func tlsWatchHold(t *testing.T) time.Duration {
 	if v := os.Getenv("EDGEAPI_E2E_TLS_WATCH_HOLD"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -241,7 +274,7 @@ func tlsWatchHold(t *testing.T) time.Duration {
 		}
 		return d
 	}
-	return 7 * time.Second
+	return 40 * time.Second
 }
 
 // TestTLS_Watch: a watch over TLS, with HTTP/1.1 and with HTTP/2, stays
@@ -278,11 +311,7 @@ func TestTLS_Watch(t *testing.T) {
 			if resp.StatusCode != http.StatusOK || resp.ProtoMajor != tc.protoMajor {
 				t.Fatalf("watch: status %d over %s, want 200 over HTTP/%d", resp.StatusCode, resp.Proto, tc.protoMajor)
 			}
-			type line struct {
-				typ, name string
-				err       error
-			}
-			lines := make(chan line, 16)
+			lines := make(chan watchLine, 16)
 			go func() {
 				sc := bufio.NewScanner(resp.Body)
 				for sc.Scan() {
@@ -291,17 +320,21 @@ func TestTLS_Watch(t *testing.T) {
 						Object struct{ Metadata struct{ Name string } }
 					}
 					err := json.Unmarshal(sc.Bytes(), &ev)
-					lines <- line{ev.Type, ev.Object.Metadata.Name, err}
+					lines <- watchLine{ev.Type, ev.Object.Metadata.Name, err}
 				}
 				err := sc.Err()
 				if err == nil {
 					err = io.EOF
 				}
-				lines <- line{err: err}
+				lines <- watchLine{err: err}
 			}()
 			if got, want := watcherCount(t, d), before+1; got != want {
 				t.Fatalf("watchers with the watch open = %d, want %d", got, want)
 			}
+
+			// An event first, so that the server has written to the stream
+			// before it idles.
+			waitAdded(t, d, ns, "before-hold", lines)
 
 			// Hold: only bookmarks may arrive, and the stream must not end.
 			timer := time.NewTimer(hold)
@@ -320,25 +353,7 @@ func TestTLS_Watch(t *testing.T) {
 			if got, want := watcherCount(t, d), before+1; got != want {
 				t.Fatalf("watchers after the %v hold = %d, want %d", hold, got, want)
 			}
-			_, err = d.Clientset().CoreV1().ConfigMaps(ns).Create(context.Background(),
-				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "after-hold"}}, metav1.CreateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-		events:
-			for {
-				select {
-				case l := <-lines:
-					if l.err != nil {
-						t.Fatalf("watch ended before the ADDED event: %v", l.err)
-					}
-					if l.typ == "ADDED" && l.name == "after-hold" {
-						break events
-					}
-				case <-time.After(requestTimeout):
-					t.Fatalf("no ADDED event within %v of the create", requestTimeout)
-				}
-			}
+			waitAdded(t, d, ns, "after-hold", lines)
 
 			// The client leaves.
 			left := time.Now()
