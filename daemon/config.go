@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -24,9 +25,14 @@ const (
 	// DefaultDataDir holds the database and the generated kubeconfig;
 	// relative paths are relative to the working directory.
 	DefaultDataDir = "data"
-	// DefaultListen is the plain-HTTP listen address: loopback only,
-	// on kube-apiserver's usual port.
+	// DefaultListen is the HTTPS listen address: loopback only, on
+	// kube-apiserver's usual port.
 	DefaultListen = "127.0.0.1:6443"
+	// DefaultHTTP2MaxStreams bounds the concurrent streams (requests and
+	// watches) of one HTTP/2 connection.
+	DefaultHTTP2MaxStreams = 1000
+	// DefaultTLSMinVersion is kube-apiserver's default --tls-min-version.
+	DefaultTLSMinVersion = "VersionTLS12"
 	// DefaultLogLevel is one of debug, info, warn, error.
 	DefaultLogLevel = "info"
 	// DefaultLogFormat is one of auto, console, json; auto picks console
@@ -78,6 +84,11 @@ const (
 const (
 	dbFileName         = "edgeapi.db"
 	kubeconfigFileName = "kubeconfig"
+	// insecureKubeconfigFileName is written only with --insecure-listen:
+	// a kubeconfig for the plain-HTTP listener.
+	insecureKubeconfigFileName = "kubeconfig-insecure"
+	// pkiDirName holds the generated CA, serving and admin certificates.
+	pkiDirName = "pki"
 )
 
 // serveConfig is the configuration of `edgeapi serve`. The JSON names are
@@ -120,6 +131,28 @@ type serveConfig struct {
 	// ServiceNodePortRange is the "min-max" range of NodePort and
 	// LoadBalancer Services' node ports.
 	ServiceNodePortRange string `json:"service-node-port-range"`
+	// TLSCertFile and TLSPrivateKeyFile, when set, are the serving
+	// certificate and key instead of the generated ones; they are read
+	// again when they change on disk.
+	TLSCertFile       string `json:"tls-cert-file"`
+	TLSPrivateKeyFile string `json:"tls-private-key-file"`
+	// ClientCAFile, when set, holds the CAs that client certificates are
+	// verified against instead of the generated CA.
+	ClientCAFile string `json:"client-ca-file"`
+	// TLSMinVersion is the lowest TLS version accepted, named as
+	// kube-apiserver names it (VersionTLS12).
+	TLSMinVersion string `json:"tls-min-version"`
+	// InsecureListen, when set, is a loopback host:port that also serves
+	// plain HTTP, for tests and debugging.
+	InsecureListen string `json:"insecure-listen"`
+}
+
+// tlsVersions maps kube-apiserver's --tls-min-version values to Go's.
+var tlsVersions = map[string]uint16{
+	"VersionTLS10": tls.VersionTLS10,
+	"VersionTLS11": tls.VersionTLS11,
+	"VersionTLS12": tls.VersionTLS12,
+	"VersionTLS13": tls.VersionTLS13,
 }
 
 // hiddenFlags are left out of --help: they exist for tests.
@@ -139,6 +172,7 @@ func defaultServeConfig() serveConfig {
 		MemoryLimit:           byteSize(DefaultMemoryLimit),
 		ServiceClusterIPRange: DefaultServiceClusterIPRange,
 		ServiceNodePortRange:  DefaultServiceNodePortRange,
+		TLSMinVersion:         DefaultTLSMinVersion,
 	}
 }
 
@@ -153,7 +187,12 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.SetOutput(output)
 	fs.StringVar(&configPath, "config", "", "read settings from this YAML or JSON `file`; flags override it")
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`directory` for the database (edgeapi.db) and the generated kubeconfig; created with mode 0700")
-	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` to serve plain HTTP on (port 0 picks a free port)")
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` to serve HTTPS on (port 0 picks a free port)")
+	fs.StringVar(&cfg.InsecureListen, "insecure-listen", cfg.InsecureListen, "also serve plain HTTP, without TLS, on this loopback `host:port` (off when empty; for tests and debugging)")
+	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", cfg.TLSCertFile, "serve this PEM certificate `file` (with its chain) instead of the one generated under <data-dir>/pki; read again when it changes")
+	fs.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", cfg.TLSPrivateKeyFile, "PEM private key `file` of --tls-cert-file")
+	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", cfg.ClientCAFile, "verify client certificates against the CAs in this PEM `file` instead of the generated CA")
+	fs.StringVar(&cfg.TLSMinVersion, "tls-min-version", cfg.TLSMinVersion, "lowest TLS `version` accepted: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log `level`: debug, info, warn or error (debug logs every request)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log `format`: auto, console or json (auto: console on a terminal, json otherwise)")
 	fs.Var(&cfg.EventTTL, "event-ttl", "keep Events for this `duration` (e.g. 1h, 90m)")
@@ -163,13 +202,13 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.MemoryLimit, "memory-limit", "soft memory limit of the Go runtime: the garbage collector works harder near it (0: none; GOMEMLIMIT, when set, wins)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
 	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", cfg.EncryptionProviderConfig, "kube-apiserver's EncryptionConfiguration `file`: encrypt the named resources' stored values (identity, aesgcm, aescbc and secretbox providers; the first provider and key write, all read)")
-	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API is plain HTTP with no authentication")
+	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API does not authenticate clients yet")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", cfg.ServiceClusterIPRange, "allocate Service cluster IPs from this `CIDR` (IPv4 or IPv6, 2^3 to 2^20 addresses); its first address goes to the default/kubernetes Service")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", cfg.ServiceNodePortRange, "allocate NodePort and LoadBalancer Services' node ports from this `range` (min-max, inclusive)")
 	fs.BoolVar(&cfg.UnsafeTestingSynchronousOff, "unsafe-testing-synchronous-off", false, "testing only: run SQLite with synchronous=OFF, which loses acknowledged writes on power loss")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over plain HTTP.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi serve [flags]\n\nServe the Kubernetes resource API over HTTPS.\n\nFlags:\n")
 		printVisibleDefaults(fs)
 	}
 	if err := fs.Parse(args); err != nil {
@@ -236,8 +275,22 @@ func (c *serveConfig) validate() error {
 	}
 	if !isLoopback(c.Listen) && !c.InsecureAllowPublicListen {
 		return fmt.Errorf("invalid listen address %q: not a loopback address (127.0.0.0/8, ::1, localhost); "+
-			"edgeapi serves plain HTTP without authentication, so anyone who can reach it could read and change every object, Secrets included; "+
+			"edgeapi serves the API without authentication (not built yet), so anyone who can reach it could read and change every object, Secrets included; "+
 			"to listen there anyway, add --insecure-allow-public-listen", c.Listen)
+	}
+	if c.InsecureListen != "" {
+		if _, _, err := net.SplitHostPort(c.InsecureListen); err != nil {
+			return fmt.Errorf("invalid insecure-listen address %q: %w", c.InsecureListen, err)
+		}
+		if !isLoopback(c.InsecureListen) {
+			return fmt.Errorf("invalid insecure-listen address %q: plain HTTP is served only on a loopback address (127.0.0.0/8, ::1, localhost)", c.InsecureListen)
+		}
+	}
+	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
+		return fmt.Errorf("invalid tls-cert-file and tls-private-key-file: give both or neither")
+	}
+	if _, ok := tlsVersions[c.TLSMinVersion]; !ok {
+		return fmt.Errorf("invalid tls-min-version %q: want VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13", c.TLSMinVersion)
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

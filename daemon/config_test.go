@@ -99,6 +99,21 @@ max-request-body: 1Mi
 		{name: "bad service cluster IP range", args: []string{"--service-cluster-ip-range", "10.0.0.0"}, wantErr: "invalid service-cluster-ip-range"},
 		{name: "service cluster IP range too large", args: []string{"--service-cluster-ip-range", "10.0.0.0/8"}, wantErr: "invalid service-cluster-ip-range"},
 		{name: "bad service node port range", args: []string{"--service-node-port-range", "32767-30000"}, wantErr: "invalid service-node-port-range"},
+		{
+			name: "tls flags",
+			args: []string{"--tls-cert-file", "/etc/c.crt", "--tls-private-key-file", "/etc/c.key", "--client-ca-file", "/etc/ca.crt",
+				"--tls-min-version", "VersionTLS13", "--insecure-listen", "[::1]:8080"},
+			want: func(c *serveConfig) {
+				c.TLSCertFile, c.TLSPrivateKeyFile, c.ClientCAFile = "/etc/c.crt", "/etc/c.key", "/etc/ca.crt"
+				c.TLSMinVersion, c.InsecureListen = "VersionTLS13", "[::1]:8080"
+			},
+		},
+		{name: "insecure-listen off loopback", args: []string{"--insecure-listen", "0.0.0.0:8080"}, wantErr: "plain HTTP is served only on a loopback address"},
+		{name: "insecure-listen off loopback despite allow-public", args: []string{"--insecure-listen", ":8080", "--insecure-allow-public-listen"}, wantErr: "invalid insecure-listen"},
+		{name: "bad insecure-listen", args: []string{"--insecure-listen", "8080"}, wantErr: "invalid insecure-listen"},
+		{name: "cert without key", args: []string{"--tls-cert-file", "/etc/c.crt"}, wantErr: "give both or neither"},
+		{name: "key without cert", args: []string{"--tls-private-key-file", "/etc/c.key"}, wantErr: "give both or neither"},
+		{name: "bad tls-min-version", args: []string{"--tls-min-version", "1.2"}, wantErr: `invalid tls-min-version "1.2"`},
 		{name: "unknown flag", args: []string{"--bogus"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}
@@ -127,7 +142,7 @@ max-request-body: 1Mi
 // served on a loopback address only, unless --insecure-allow-public-listen
 // acknowledges it.
 func TestServeConfig_ValidateListen(t *testing.T) {
-	const wantErr = "not a loopback address (127.0.0.0/8, ::1, localhost); edgeapi serves plain HTTP without authentication"
+	const wantErr = "not a loopback address (127.0.0.0/8, ::1, localhost); edgeapi serves the API without authentication"
 	tests := []struct {
 		listen   string
 		allow    bool

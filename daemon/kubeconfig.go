@@ -32,19 +32,30 @@ func clientAddress(addr net.Addr) string {
 	return net.JoinHostPort(ip.String(), fmt.Sprint(tcp.Port))
 }
 
+// kubeconfigCredentials are the PEM data a kubeconfig embeds: the CA that
+// signed the serving certificate (nil: the system roots) and the client
+// certificate and key (nil: none).
+type kubeconfigCredentials struct {
+	CA, Cert, Key []byte
+}
+
 // kubeconfig returns a kubeconfig for server (a URL) whose only context,
-// "edgeapi", is current and uses a user without credentials: edgeapi does
-// no authentication.
-func kubeconfig(server string) ([]byte, error) {
+// "edgeapi", is current and uses creds. It holds a private key: write it
+// with mode 0600.
+func kubeconfig(server string, creds kubeconfigCredentials) ([]byte, error) {
 	cfg := clientcmdv1.Config{
 		Kind:       "Config",
 		APIVersion: "v1",
 		Clusters: []clientcmdv1.NamedCluster{{
 			Name:    kubeconfigName,
-			Cluster: clientcmdv1.Cluster{Server: server},
+			Cluster: clientcmdv1.Cluster{Server: server, CertificateAuthorityData: creds.CA},
 		}},
 		AuthInfos: []clientcmdv1.NamedAuthInfo{{
 			Name: kubeconfigName,
+			AuthInfo: clientcmdv1.AuthInfo{
+				ClientCertificateData: creds.Cert,
+				ClientKeyData:         creds.Key,
+			},
 		}},
 		Contexts: []clientcmdv1.NamedContext{{
 			Name:    kubeconfigName,

@@ -29,7 +29,8 @@ func TestClientAddress(t *testing.T) {
 }
 
 func TestKubeconfig(t *testing.T) {
-	b, err := kubeconfig("http://127.0.0.1:6443")
+	creds := kubeconfigCredentials{CA: []byte("ca"), Cert: []byte("cert"), Key: []byte("key")}
+	b, err := kubeconfig("https://127.0.0.1:6443", creds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +58,13 @@ func TestKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatalf("client config: %v", err)
 	}
-	if got, want := rc.Host, "http://127.0.0.1:6443"; got != want {
+	if got, want := rc.Host, "https://127.0.0.1:6443"; got != want {
 		t.Errorf("host = %q, want %q", got, want)
 	}
-	if rc.BearerToken != "" || rc.Username != "" || rc.CertFile != "" {
-		t.Errorf("kubeconfig has credentials: %+v", rc)
+	if got, want := string(rc.CAData), "ca"; got != want {
+		t.Errorf("CA data = %q, want %q", got, want)
+	}
+	if got, want := string(rc.CertData)+"/"+string(rc.KeyData), "cert/key"; got != want {
+		t.Errorf("client cert/key data = %q, want %q", got, want)
 	}
 }

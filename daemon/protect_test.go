@@ -34,9 +34,9 @@ func runServeObserved(t *testing.T, dataDir string) *observer.ObservedLogs {
 	done := make(chan error, 1)
 	go func() { done <- d.run(ctx) }()
 
-	server := serverFromKubeconfig(t, dataDir)
+	server, client := serverFromKubeconfig(t, dataDir)
 	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"generateName":"mode-"},"data":{"k":"v"}}`
-	resp, err := http.Post(server+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(body))
+	resp, err := client.Post(server+"/api/v1/namespaces/default/configmaps", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatalf("create configmap: %v", err)
 	}

@@ -69,8 +69,11 @@ type daemon struct {
 	db     *store.DB
 	api    *httpapi.Server
 	ctrl   *controller.Manager
-	ln     net.Listener
-	srv    *http.Server
+	ln     net.Listener // HTTPS
+	tls    *servingTLS
+	// insecureLn serves plain HTTP (--insecure-listen); nil without it.
+	insecureLn net.Listener
+	srv        *http.Server
 }
 
 // startDaemon prepares everything that must work before the daemon reports
@@ -130,6 +133,14 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	addr := clientAddress(d.ln.Addr())
+	if d.tls, err = setupTLS(cfg, dataDir, d.ln.Addr(), log); err != nil {
+		return nil, err
+	}
+	if cfg.InsecureListen != "" {
+		if d.insecureLn, err = net.Listen("tcp", cfg.InsecureListen); err != nil {
+			return nil, fmt.Errorf("listen insecure: %w", err)
+		}
+	}
 
 	builtinOpts := registry.BuiltinOptions{
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange,
@@ -155,13 +166,35 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, fmt.Errorf("create api server: %w", err)
 	}
 
-	kc, err := kubeconfig("http://" + addr)
+	creds := kubeconfigCredentials{
+		CA:   d.tls.bundle.CACert,
+		Cert: d.tls.bundle.AdminCert,
+		Key:  d.tls.bundle.AdminKey,
+	}
+	if d.tls.customCert {
+		// The served certificate's CA is not known here: clients use
+		// their system roots.
+		creds.CA = nil
+	}
+	kc, err := kubeconfig("https://"+addr, creds)
 	if err != nil {
 		return nil, err
 	}
 	d.kubeconfigPath = filepath.Join(dataDir, kubeconfigFileName)
 	if err := writeFileAtomic(d.kubeconfigPath, kc, 0o600); err != nil {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
+	}
+	insecurePath := filepath.Join(dataDir, insecureKubeconfigFileName)
+	if d.insecureLn != nil {
+		kc, err := kubeconfig("http://"+clientAddress(d.insecureLn.Addr()), kubeconfigCredentials{})
+		if err != nil {
+			return nil, err
+		}
+		if err := writeFileAtomic(insecurePath, kc, 0o600); err != nil {
+			return nil, fmt.Errorf("write insecure kubeconfig: %w", err)
+		}
+	} else if err := os.Remove(insecurePath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("remove stale insecure kubeconfig: %w", err)
 	}
 
 	// The API and the controllers must outlive the signal that cancels
@@ -193,7 +226,11 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		// a ReadTimeout would end them. The API bounds request bodies by
 		// --request-timeout instead, and watch writes by a deadline of
 		// their own.
-		ErrorLog: mustStdLog(log.Named("http")),
+		ErrorLog:  mustStdLog(log.Named("http")),
+		TLSConfig: d.tls.config,
+		// client-go opens one HTTP/2 connection per host and runs every
+		// watch of an informer factory on it as a stream.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: DefaultHTTP2MaxStreams},
 	}
 	return d, nil
 }
@@ -204,7 +241,14 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 // restarted.
 func (d *daemon) run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- d.srv.Serve(d.ln) }()
+	go func() { serveErr <- d.srv.ServeTLS(d.ln, "", "") }()
+	if d.insecureLn != nil {
+		go func() {
+			if err := d.srv.Serve(d.insecureLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("serve insecure listener", zap.Error(err))
+			}
+		}()
+	}
 	// The connections of finished watches come back to the same server
 	// for their next request (see httpapi.Server.HandoffListener).
 	handoffDone := make(chan struct{})
@@ -245,6 +289,7 @@ func (d *daemon) run(ctx context.Context) error {
 	d.log.Info("edgeapi serving",
 		zap.String("version", version),
 		zap.String("listen", d.ln.Addr().String()),
+		zap.String("insecure_listen", listenerAddr(d.insecureLn)),
 		zap.String("data_dir", d.cfg.DataDir),
 		zap.String("kubeconfig", d.kubeconfigPath),
 		zap.Int64("rev", d.db.Rev()),
@@ -394,6 +439,9 @@ func (d *daemon) closeOpened() {
 	if d.ln != nil {
 		d.ln.Close()
 	}
+	if d.insecureLn != nil {
+		d.insecureLn.Close()
+	}
 	if d.db != nil {
 		if err := d.db.Close(); err != nil {
 			d.log.Warn("close store", zap.Error(err))
@@ -456,6 +504,14 @@ func mustStdLog(log *zap.Logger) *stdlog.Logger {
 		panic(err) // only for invalid levels
 	}
 	return l
+}
+
+// listenerAddr is ln's address, or "" for no listener.
+func listenerAddr(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
 }
 
 func firstErr(errs ...error) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -84,8 +86,8 @@ func (s *notifySocket) waitFor(t *testing.T, want string, timeout time.Duration)
 }
 
 // serverFromKubeconfig returns the server URL of the kubeconfig the daemon
-// wrote into dataDir.
-func serverFromKubeconfig(t *testing.T, dataDir string) string {
+// wrote into dataDir, and an HTTP client with its CA and credentials.
+func serverFromKubeconfig(t *testing.T, dataDir string) (string, *http.Client) {
 	t.Helper()
 	cfg, err := clientcmd.LoadFromFile(filepath.Join(dataDir, "kubeconfig"))
 	if err != nil {
@@ -95,13 +97,17 @@ func serverFromKubeconfig(t *testing.T, dataDir string) string {
 	if err != nil {
 		t.Fatalf("client config from generated kubeconfig: %v", err)
 	}
-	return rc.Host
+	client, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		t.Fatalf("http client from generated kubeconfig: %v", err)
+	}
+	return rc.Host, client
 }
 
 // checkHealthz checks that the daemon answers HTTP at server.
-func checkHealthz(t *testing.T, server string) {
+func checkHealthz(t *testing.T, server string, client *http.Client) {
 	t.Helper()
-	resp, err := http.Get(server + "/healthz")
+	resp, err := client.Get(server + "/healthz")
 	if err != nil {
 		t.Fatalf("GET /healthz: %v", err)
 	}
@@ -112,9 +118,9 @@ func checkHealthz(t *testing.T, server string) {
 }
 
 // checkStats checks that the debug stats endpoint reports the store.
-func checkStats(t *testing.T, server string) {
+func checkStats(t *testing.T, server string, client *http.Client) {
 	t.Helper()
-	resp, err := http.Get(server + statsPath)
+	resp, err := client.Get(server + statsPath)
 	if err != nil {
 		t.Fatalf("GET %s: %v", statsPath, err)
 	}
@@ -169,9 +175,9 @@ func TestServe_Notify(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "edgeapi.db")); err != nil {
 		t.Errorf("database not created: %v", err)
 	}
-	server := serverFromKubeconfig(t, dataDir)
-	checkHealthz(t, server)
-	checkStats(t, server)
+	server, client := serverFromKubeconfig(t, dataDir)
+	checkHealthz(t, server, client)
+	checkStats(t, server, client)
 
 	sock.waitFor(t, "WATCHDOG=1", 5*time.Second)
 
@@ -320,7 +326,8 @@ func TestServe_Signals(t *testing.T) {
 		sock := listenNotify(t)
 		dataDir := t.TempDir()
 		p := startDaemonProcess(t, dataDir, sock)
-		checkHealthz(t, serverFromKubeconfig(t, dataDir))
+		server, client := serverFromKubeconfig(t, dataDir)
+		checkHealthz(t, server, client)
 
 		p.cmd.Process.Signal(syscall.SIGTERM)
 		sock.waitFor(t, "STOPPING=1", 10*time.Second)
@@ -339,8 +346,10 @@ func TestServe_Signals(t *testing.T) {
 
 		// A connection that has sent half a request header keeps the
 		// graceful HTTP shutdown waiting for several seconds.
-		addr := strings.TrimPrefix(serverFromKubeconfig(t, dataDir), "http://")
-		conn, err := net.Dial("tcp", addr)
+		server, _ := serverFromKubeconfig(t, dataDir)
+		addr := strings.TrimPrefix(server, "https://")
+		// The test checks shutdown, not the certificate.
+		conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -31,7 +31,7 @@ func doRaw(t *testing.T, d *Daemon, method, path, contentType, accept string, bo
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

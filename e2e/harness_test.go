@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -131,12 +132,21 @@ func (b *binary) Path(t testing.TB) string {
 type Daemon struct {
 	t testing.TB
 
-	DataDir    string
-	Addr       string // 127.0.0.1:PORT
-	URL        string // http://127.0.0.1:PORT
-	Kubeconfig string // DataDir/kubeconfig, written by the daemon
+	DataDir string
+	// Addr is the address tests talk to: the plain-HTTP --insecure-listen
+	// address, or with DaemonOptions.TLS the HTTPS --listen address.
+	Addr string // 127.0.0.1:PORT
+	URL  string // http://127.0.0.1:PORT, or https:// with TLS
+	// Kubeconfig is the kubeconfig the daemon wrote for Addr:
+	// DataDir/kubeconfig-insecure, or DataDir/kubeconfig with TLS.
+	Kubeconfig string
+	// TLS: the daemon was started with DaemonOptions.TLS.
+	TLS bool
 
 	home string // HOME for kubectl, so its discovery cache is per daemon
+
+	clientOnce sync.Once
+	client     *http.Client // see HTTPClient
 
 	cmd     *exec.Cmd
 	output  *logBuffer
@@ -153,6 +163,12 @@ type DaemonOptions struct {
 	Args []string
 	// Env is added to the daemon's environment.
 	Env []string
+	// TLS makes the tests talk HTTPS to --listen, with the generated
+	// kubeconfig (CA and admin client certificate). Without it the daemon
+	// also serves plain HTTP on a loopback --insecure-listen address,
+	// which Addr, URL and Kubeconfig name: tests that are not about
+	// security use that, as issue 11 allows.
+	TLS bool
 }
 
 // StartDaemon starts edgeapi, waits until /readyz answers 200 and the
@@ -204,20 +220,29 @@ func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error)
 		return &Daemon{output: &logBuffer{}}, err
 	}
 	d := &Daemon{
-		t:          t,
-		DataDir:    o.DataDir,
-		Addr:       fmt.Sprintf("127.0.0.1:%d", port),
-		Kubeconfig: filepath.Join(o.DataDir, "kubeconfig"),
-		home:       t.TempDir(),
-		output:     &logBuffer{},
-		exited:     make(chan struct{}),
+		t:       t,
+		DataDir: o.DataDir,
+		Addr:    fmt.Sprintf("127.0.0.1:%d", port),
+		TLS:     o.TLS,
+		home:    t.TempDir(),
+		output:  &logBuffer{},
+		exited:  make(chan struct{}),
 	}
-	d.URL = "http://" + d.Addr
+	args := []string{"serve", "--data-dir", o.DataDir}
+	if o.TLS {
+		d.URL = "https://" + d.Addr
+		d.Kubeconfig = filepath.Join(o.DataDir, "kubeconfig")
+		args = append(args, "--listen", d.Addr)
+	} else {
+		d.URL = "http://" + d.Addr
+		d.Kubeconfig = filepath.Join(o.DataDir, "kubeconfig-insecure")
+		args = append(args, "--listen", "127.0.0.1:0", "--insecure-listen", d.Addr)
+	}
 	// A stale kubeconfig from an earlier run on this data dir names the old
 	// port; wait for the new one.
 	os.Remove(d.Kubeconfig)
 
-	d.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", o.DataDir, "--listen", d.Addr}, o.Args...)...)
+	d.cmd = exec.Command(bin, append(args, o.Args...)...)
 	if len(o.Env) > 0 {
 		d.cmd.Env = append(os.Environ(), o.Env...)
 	}
@@ -257,6 +282,11 @@ func freePort() (int, error) {
 func (d *Daemon) waitReady() error {
 	deadline := time.Now().Add(readyTimeout)
 	client := &http.Client{Timeout: 2 * time.Second}
+	if d.TLS {
+		// Before the kubeconfig is written there is no CA to check the
+		// certificate against; readiness is all this asks.
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	}
 	var last string
 	for {
 		select {
@@ -309,6 +339,23 @@ func (d *Daemon) Stop() error {
 func (d *Daemon) Kill() {
 	_ = d.cmd.Process.Signal(syscall.SIGKILL)
 	<-d.exited
+}
+
+// HTTPClient returns the client for raw requests to d.URL: with TLS, one
+// with the kubeconfig's CA and admin client certificate (made once);
+// otherwise http.DefaultClient.
+func (d *Daemon) HTTPClient() *http.Client {
+	if !d.TLS {
+		return http.DefaultClient
+	}
+	d.clientOnce.Do(func() {
+		c, err := rest.HTTPClientFor(d.RESTConfig())
+		if err != nil {
+			d.t.Fatalf("http client for %s: %v", d.Kubeconfig, err)
+		}
+		d.client = c
+	})
+	return d.client
 }
 
 // RESTConfig returns a client config read from the daemon's kubeconfig,

@@ -59,7 +59,9 @@ func TestService_KubectlClusterInfo(t *testing.T) {
 // IP from the default range, and kubectl get prints kube-apiserver's
 // columns for it and for the default/kubernetes Service.
 func TestService_KubectlCreate(t *testing.T) {
-	d := StartDaemon(t)
+	// TLS: the kubernetes Service targets the HTTPS port, which is Addr
+	// only with TLS.
+	d := StartDaemon(t, DaemonOptions{TLS: true})
 	d.MustKubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
 	svc, err := d.Clientset().CoreV1().Services("default").Get(context.Background(), "web", metav1.GetOptions{})
 	if err != nil {

@@ -50,14 +50,14 @@ func startDaemonArgs(t *testing.T, extra ...string) *Daemon {
 			t:          t,
 			DataDir:    dataDir,
 			Addr:       fmt.Sprintf("127.0.0.1:%d", port),
-			Kubeconfig: dataDir + "/kubeconfig",
+			Kubeconfig: dataDir + "/kubeconfig-insecure",
 			home:       t.TempDir(),
 			output:     &logBuffer{},
 			exited:     make(chan struct{}),
 		}
 		d.URL = "http://" + d.Addr
 		os.Remove(d.Kubeconfig)
-		args := append([]string{"serve", "--data-dir", dataDir, "--listen", d.Addr}, extra...)
+		args := append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--insecure-listen", d.Addr}, extra...)
 		d.cmd = exec.Command(bin, args...)
 		d.cmd.Stdout = d.output
 		d.cmd.Stderr = d.output
@@ -104,7 +104,7 @@ func rawGet(t *testing.T, d *Daemon, path string) httpResult {
 		t.Fatal(err)
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := d.HTTPClient().Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

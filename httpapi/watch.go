@@ -228,9 +228,11 @@ func (s *Server) handleWatch(r *request) error {
 	if out, ok := s.hijackWatch(c); ok {
 		ws.out, hijacked, ws.pooled = out, true, true
 	} else {
-		// HTTP/2 or a test recorder: the stream writes through net/http,
-		// and this handler waits for it to end.
-		ws.out = &responseOut{resp: resp, rc: http.NewResponseController(resp.Writer)}
+		// HTTP/2, TLS or a test recorder: the stream writes through
+		// net/http, and this handler waits for it to end.
+		out := &responseOut{resp: resp, rc: http.NewResponseController(resp.Writer)}
+		defer out.handlerReturns()
+		ws.out = out
 		resp.WriteHeader(http.StatusOK)
 		resp.Flush()
 	}

@@ -119,12 +119,21 @@ const watchPeerCheck = 2 * time.Second
 
 // hijackWatch takes an HTTP/1.1 connection over from net/http for a watch
 // stream and writes the response header. ok is false when the connection
-// cannot be taken over: HTTP/1.0 (no chunked framing), HTTP/2, test
+// cannot be taken over: HTTP/1.0 (no chunked framing), HTTP/2, TLS, test
 // recorders, and platforms where a closed connection cannot be noticed
 // without a reader. Then nothing was written.
+//
+// Not over TLS: a peek at the TCP socket under a *tls.Conn cannot tell a
+// client's close_notify alert (TLS 1.3 encrypts it as application data)
+// from the bytes of its next request, so a client that closed cleanly
+// would never be noticed; and a write that times out leaves a *tls.Conn
+// unusable, so the stream workers' short write deadlines cannot be used
+// either. TLS watches write through net/http, whose reader of the
+// connection (HTTP/1.1) or stream reset (HTTP/2) ends the request's
+// context when the client leaves.
 func (s *Server) hijackWatch(c echo.Context) (out *connOut, ok bool) {
 	req, resp := c.Request(), c.Response()
-	if !canPeek || !req.ProtoAtLeast(1, 1) || req.ProtoMajor != 1 {
+	if !canPeek || !req.ProtoAtLeast(1, 1) || req.ProtoMajor != 1 || req.TLS != nil {
 		return nil, false
 	}
 	rc := http.NewResponseController(resp.Writer)
@@ -416,6 +425,15 @@ type responseOut struct {
 	resp     *echo.Response
 	rc       *http.ResponseController
 	deadline writeDeadline
+	// mu guards returned: the handler has returned, so the response
+	// writer must not be touched (HTTP/2's panics). abort runs on other
+	// goroutines (server close, the request context's AfterFunc) and may
+	// come after that.
+	mu       sync.Mutex
+	returned bool
+	// aborted: abort set a deadline in the past, which flush must not
+	// lift. Guarded by mu.
+	aborted bool
 }
 
 func (o *responseOut) write(line []byte) error {
@@ -424,10 +442,42 @@ func (o *responseOut) write(line []byte) error {
 	return err
 }
 
-func (o *responseOut) flush() error { return o.rc.Flush() }
+// flush sends what was written, then lifts the write deadline: over
+// HTTP/2 a deadline that passes resets the stream even while nothing is
+// being written, so one left set after a write would end an idle watch
+// watchWriteTimeout later (over HTTP/1.1 it only fails a late write, and
+// the next write moves it anyway).
+func (o *responseOut) flush() error {
+	err := o.rc.Flush()
+	if o.deadline.set.IsZero() {
+		return err
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.returned && !o.aborted {
+		_ = o.rc.SetWriteDeadline(time.Time{})
+		o.deadline = writeDeadline{}
+	}
+	return err
+}
 
 func (o *responseOut) close() {}
 
 func (o *responseOut) setWorker(bool) {}
 
-func (o *responseOut) abort() { _ = o.rc.SetWriteDeadline(time.Now()) }
+func (o *responseOut) abort() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.returned {
+		o.aborted = true
+		_ = o.rc.SetWriteDeadline(time.Now())
+	}
+}
+
+// handlerReturns is called by the handler as it returns: later aborts do
+// nothing.
+func (o *responseOut) handlerReturns() {
+	o.mu.Lock()
+	o.returned = true
+	o.mu.Unlock()
+}

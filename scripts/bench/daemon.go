@@ -53,7 +53,9 @@ func freeLoopbackAddr() (string, error) {
 	return addr, l.Close()
 }
 
-// startDaemon runs `bin serve --data-dir dataDir --listen addr [extra...]`,
+// startDaemon runs `bin serve --data-dir dataDir --listen 127.0.0.1:0
+// --insecure-listen addr [extra...]` (the figures are of plain HTTP on
+// addr; the HTTPS listener is unused),
 // logging to <dataDir>.log, and waits for /readyz. It returns the daemon
 // and the time from process start to the first 200 from /readyz.
 func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout time.Duration, extra ...string) (*daemon, time.Duration, error) {
@@ -64,7 +66,7 @@ func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout ti
 		return nil, 0, fmt.Errorf("open daemon log: %w", err)
 	}
 	d.logFile = f
-	d.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--listen", addr}, extra...)...)
+	d.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--insecure-listen", addr}, extra...)...)
 	d.cmd.Stdout = f
 	d.cmd.Stderr = f
 	// Its own process group, so a ^C to the benchmark reaches the daemon

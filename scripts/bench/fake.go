@@ -18,7 +18,7 @@ import (
 	"time"
 )
 
-// fakeServeMain implements `bench serve --data-dir DIR --listen ADDR`: an
+// fakeServeMain implements `bench serve --data-dir DIR --insecure-listen ADDR`: an
 // in-memory stand-in for the daemon that serves just what the workloads use
 // (namespaces create; ConfigMaps create, get, put, list, watch; /readyz;
 // /debug/edgeapi/stats). It exists to test this tool end to end, including
@@ -27,17 +27,19 @@ import (
 func fakeServeMain(args []string) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", "", "ignored except that it is created")
-	listen := fs.String("listen", "127.0.0.1:0", "address to serve on (loopback)")
+	listen := fs.String("listen", "127.0.0.1:0", "ignored: the daemon's HTTPS address")
+	insecure := fs.String("insecure-listen", "127.0.0.1:0", "address to serve plain HTTP on (loopback)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	_ = *listen
 	if *dataDir != "" {
 		if err := os.MkdirAll(*dataDir, 0o700); err != nil {
 			fmt.Fprintln(os.Stderr, "fake serve:", err)
 			return 1
 		}
 	}
-	srv := &http.Server{Addr: *listen, Handler: newFakeServer().routes()}
+	srv := &http.Server{Addr: *insecure, Handler: newFakeServer().routes()}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 1)

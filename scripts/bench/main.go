@@ -17,7 +17,7 @@
 // list by default; apply, patch, watch, watch-idle, watch-resume,
 // paged-list, compaction and big on request (--big adds big).
 //
-// The bench binary also answers `bench serve --data-dir DIR --listen ADDR`
+// The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
 // with a small in-memory fake of the API, to test this tool and measure its
 // own overhead: `go build -o /tmp/bench ./scripts/bench && /tmp/bench --bin
 // /tmp/bench`.
@@ -130,7 +130,7 @@ func parseFlags(args []string) (config, error) {
 	wl := fs.String("workloads", strings.Join(defaults, ","), "comma-separated workloads to run, in order")
 	big := fs.Bool("big", false, "also run the big workload (100k objects: RSS and restart time)")
 	fs.StringVar(&cfg.server, "server", "", "URL of a running daemon (http://127.0.0.1:PORT); default: start --bin")
-	fs.StringVar(&cfg.bin, "bin", "bin/edgeapi", "edgeapi binary to start as `serve --data-dir TMP --listen 127.0.0.1:PORT`")
+	fs.StringVar(&cfg.bin, "bin", "bin/edgeapi", "edgeapi binary to start as `serve --data-dir TMP --insecure-listen 127.0.0.1:PORT`")
 	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", DefaultReadyTimeout, "how long a started daemon gets to answer /readyz 200")
 	daemonArgs := fs.String("daemon-args", "", "extra space-separated serve arguments for the main daemon this tool starts (not the big or compaction ones) (e.g. \"--debug-pprof 127.0.0.1:6060\")")
