@@ -140,7 +140,7 @@ func TestRBAC_Invalid(t *testing.T) {
 	})
 	t.Run("rolebinding with bad roleRef and subjects", func(t *testing.T) {
 		_, err := rbac.RoleBindings("team").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"},
-			RoleRef: rbacv1.RoleRef{APIGroup: "example.com", Kind: "Foo"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: "example.com", Kind: "Foo"},
 			Subjects: []rbacv1.Subject{{Kind: "Bot", Name: "x"}, {Kind: "ServiceAccount", APIGroup: "x", Name: "Bad_Name"}, {Kind: "User", APIGroup: "x", Name: "u"}}}, metav1.CreateOptions{})
 		check(t, err, []cause{
 			{"FieldValueNotSupported", "roleRef.apiGroup", `Unsupported value: "example.com": supported values: "rbac.authorization.k8s.io"`},
