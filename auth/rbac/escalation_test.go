@@ -83,9 +83,12 @@ func TestAuthorizer_CheckBindingWrite(t *testing.T) {
 		{"bind permission is per namespace", "other", ref("ClusterRole", "secret-reader"), http.StatusForbidden,
 			`rolebindings.rbac.authorization.k8s.io "b" is forbidden: user "frank" (groups=[]) is attempting to grant RBAC permissions not currently held:
 {APIGroups:[""], Resources:["secrets"], Verbs:["get"]}`},
+		// Covers splits the missing rules into one URL each, and
+		// CompactRules leaves non-resource rules alone.
 		{"cluster-wide binding of a role held in one namespace", "", ref("ClusterRole", "health"), http.StatusForbidden,
 			`clusterrolebindings.rbac.authorization.k8s.io "b" is forbidden: user "frank" (groups=[]) is attempting to grant RBAC permissions not currently held:
-{NonResourceURLs:["/healthz" "/readyz/*"], Verbs:["get"]}`},
+{NonResourceURLs:["/healthz"], Verbs:["get"]}
+{NonResourceURLs:["/readyz/*"], Verbs:["get"]}`},
 		{"missing role", "team", ref("Role", "nope"), http.StatusNotFound, `role.rbac.authorization.k8s.io "nope" not found`},
 	}
 	for _, tt := range tests {
