@@ -70,7 +70,9 @@ func TestAuthorizer_CheckBindingWrite(t *testing.T) {
 	a.Apply(&rbacv1.ClusterRole{ObjectMeta: meta("", "binder"), Rules: []rbacv1.PolicyRule{{Verbs: []string{"bind"}, APIGroups: []string{rbacv1.GroupName}, Resources: []string{"clusterroles"}, ResourceNames: []string{"secret-reader"}}}})
 	a.Apply(&rbacv1.RoleBinding{ObjectMeta: meta("team", "frank-binder"), RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "binder"}, Subjects: []rbacv1.Subject{{Kind: "User", Name: "frank"}}})
 	frank := as("frank")
-	ref := func(kind, name string) rbacv1.RoleRef { return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name} }
+	ref := func(kind, name string) rbacv1.RoleRef {
+		return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kind, Name: name}
+	}
 	tests := []struct {
 		name      string
 		namespace string
