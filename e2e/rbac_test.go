@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,4 +184,51 @@ func TestRBAC_Invalid(t *testing.T) {
 		_, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "a%b"}}, metav1.CreateOptions{})
 		check(t, err, []cause{{"FieldValueInvalid", "metadata.name", `Invalid value: "a%b": may not contain '%'`}})
 	})
+}
+
+// TestRBAC_Aggregation checks that an aggregated ClusterRole's rules
+// follow the ClusterRoles its selector matches, as kube-controller-manager's
+// aggregation controller keeps them.
+func TestRBAC_Aggregation(t *testing.T) {
+	d := StartDaemon(t)
+	crs := d.Clientset().RbacV1().ClusterRoles()
+	ctx := context.Background()
+	sel := map[string]string{"example.com/aggregate-to-monitor": "true"}
+	if _, err := crs.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "monitor"},
+		AggregationRule: &rbacv1.AggregationRule{ClusterRoleSelectors: []metav1.LabelSelector{{MatchLabels: sel}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := rbacv1.PolicyRule{Verbs: []string{"get"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}
+	leases := rbacv1.PolicyRule{Verbs: []string{"list"}, APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}}
+	for name, rule := range map[string]rbacv1.PolicyRule{"b-configmaps": cm, "a-leases": leases} {
+		if _, err := crs.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: sel}, Rules: []rbacv1.PolicyRule{rule}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// An unlabelled role contributes nothing.
+	if _, err := crs.Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Rules: []rbacv1.PolicyRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRules := func(want []rbacv1.PolicyRule) {
+		t.Helper()
+		var got []rbacv1.PolicyRule
+		for range 600 {
+			r, err := crs.Get(ctx, "monitor", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = r.Rules
+			if reflect.DeepEqual(got, want) || (len(got) == 0 && len(want) == 0) {
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatalf("monitor's rules: got %+v, want %+v", got, want)
+	}
+	// Roles in name order.
+	waitRules([]rbacv1.PolicyRule{leases, cm})
+	if err := crs.Delete(ctx, "a-leases", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRules([]rbacv1.PolicyRule{cm})
 }
