@@ -232,3 +232,32 @@ func TestRBAC_Aggregation(t *testing.T) {
 	}
 	waitRules([]rbacv1.PolicyRule{cm})
 }
+
+// TestRBAC_Protobuf writes and reads the RBAC kinds as client-go does when
+// it is configured for Protobuf, as controllers usually are.
+func TestRBAC_Protobuf(t *testing.T) {
+	d := StartDaemon(t)
+	createNamespace(t, d.Clientset(), "team")
+	rbac := protoClientset(t, d).RbacV1()
+	ctx := context.Background()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "b"}, RoleRef: rbacv1.RoleRef{Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: "Group", Name: "devs"}}}
+	if _, err := rbac.RoleBindings("team").Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	got, err := rbac.RoleBindings("team").Get(ctx, "b", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	want := []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "devs"}}
+	if got.RoleRef.APIGroup != rbacv1.GroupName || !reflect.DeepEqual(got.Subjects, want) {
+		t.Errorf("got roleRef %+v subjects %+v", got.RoleRef, got.Subjects)
+	}
+	list, err := rbac.RoleBindings("team").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list rolebindings: %v", err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != "b" {
+		t.Errorf("got %+v, want the one RoleBinding", list.Items)
+	}
+}
