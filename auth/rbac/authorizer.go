@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 	"sync"
@@ -41,8 +42,9 @@ type bindingID struct{ namespace, name string }
 
 // binding is what authorization needs of a binding.
 type binding struct {
-	id      bindingID
-	roleRef rbacv1.RoleRef
+	id       bindingID
+	roleRef  rbacv1.RoleRef
+	subjects []rbacv1.Subject
 }
 
 // subjectIndex maps a subject to the bindings that name it.
@@ -79,9 +81,12 @@ func New() *Authorizer {
 }
 
 // Authorize implements authorizer.Authorizer. It allows when one rule of
-// a role bound to the user allows the request, and otherwise has no
-// opinion, with kube-apiserver's reason: empty, or "RBAC: " and the
-// errors met on the way (a binding whose role does not exist).
+// a role bound to the user allows the request, with kube-apiserver's
+// reason naming the binding, its role and the subject that matched
+// (`RBAC: allowed by RoleBinding "b/ns" of Role "r" to User "u"`), and
+// otherwise has no opinion, with kube-apiserver's reason: empty, or
+// "RBAC: " and the errors met on the way (a binding whose role does not
+// exist).
 func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	u := attrs.GetUser()
 	if u == nil {
@@ -92,9 +97,16 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 			return authorizer.DecisionAllow, "", nil
 		}
 	}
-	allowed, errs := a.visit(u, attrs.GetNamespace(), func(rule *rbacv1.PolicyRule) bool { return RuleAllows(attrs, rule) })
-	if allowed {
-		return authorizer.DecisionAllow, "", nil
+	var by *binding
+	_, errs := a.visit(u, attrs.GetNamespace(), func(b *binding, rule *rbacv1.PolicyRule) bool {
+		if RuleAllows(attrs, rule) {
+			by = b
+			return true
+		}
+		return false
+	})
+	if by != nil {
+		return authorizer.DecisionAllow, "RBAC: allowed by " + by.describe(u), nil
 	}
 	if len(errs) == 0 {
 		return authorizer.DecisionNoOpinion, "", nil
@@ -108,7 +120,7 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 // SelfSubjectRulesReview and escalation checks.
 func (a *Authorizer) RulesFor(u user.Info, namespace string) ([]rbacv1.PolicyRule, []string) {
 	var rules []rbacv1.PolicyRule
-	_, errs := a.visit(u, namespace, func(rule *rbacv1.PolicyRule) bool {
+	_, errs := a.visit(u, namespace, func(_ *binding, rule *rbacv1.PolicyRule) bool {
 		rules = append(rules, *rule)
 		return false
 	})
@@ -119,7 +131,7 @@ func (a *Authorizer) RulesFor(u user.Info, namespace string) ([]rbacv1.PolicyRul
 // then RoleBindings in namespace, each group of bindings in name order,
 // until fn returns true. It returns whether fn did, and the messages of
 // role references that did not resolve.
-func (a *Authorizer) visit(u user.Info, namespace string, fn func(*rbacv1.PolicyRule) bool) (bool, []string) {
+func (a *Authorizer) visit(u user.Info, namespace string, fn func(*binding, *rbacv1.PolicyRule) bool) (bool, []string) {
 	keys := make([]subjectKey, 0, 1+len(u.GetGroups()))
 	keys = append(keys, userKey(u.GetName()))
 	for _, g := range u.GetGroups() {
@@ -140,7 +152,7 @@ func (a *Authorizer) visit(u user.Info, namespace string, fn func(*rbacv1.Policy
 				continue
 			}
 			for i := range rules {
-				if fn(&rules[i]) {
+				if fn(b, &rules[i]) {
 					return true, errs
 				}
 			}
@@ -202,4 +214,34 @@ func aggregate(msgs []string) string {
 		return uniq[0]
 	}
 	return "[" + strings.Join(uniq, ", ") + "]"
+}
+
+// describe is kube-apiserver's description of the binding that allowed a
+// request, naming its first subject that applies to u:
+// `ClusterRoleBinding "name" of ClusterRole "r" to Group "g"`, or
+// `RoleBinding "name/ns" of Role "r" to ServiceAccount "sa/ns"`.
+func (b *binding) describe(u user.Info) string {
+	subject := ""
+	userKeys := map[subjectKey]bool{userKey(u.GetName()): true}
+	for _, g := range u.GetGroups() {
+		userKeys[groupKey(g)] = true
+	}
+	for _, s := range b.subjects {
+		if k, ok := keyOf(s, b.id.namespace); ok && userKeys[k] {
+			name := s.Name
+			if s.Kind == rbacv1.ServiceAccountKind {
+				ns := s.Namespace
+				if ns == "" {
+					ns = b.id.namespace
+				}
+				name += "/" + ns
+			}
+			subject = fmt.Sprintf("%s %q", s.Kind, name)
+			break
+		}
+	}
+	if b.id.namespace == "" {
+		return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s", b.id.name, b.roleRef.Kind, b.roleRef.Name, subject)
+	}
+	return fmt.Sprintf("RoleBinding %q of %s %q to %s", b.id.name+"/"+b.id.namespace, b.roleRef.Kind, b.roleRef.Name, subject)
 }

@@ -24,21 +24,46 @@ func with(a authorizer.AttributesRecord, u user.Info) authorizer.AttributesRecor
 	return a
 }
 
-// decide returns "allow" or "deny" and the reason.
+// decide returns "allow", or "deny" and the reason (see
+// TestAuthorizer_AllowReason for the reasons of allowed requests).
 func decide(t *testing.T, a *Authorizer, attrs authorizer.Attributes) string {
 	t.Helper()
 	d, reason, err := a.Authorize(context.Background(), attrs)
 	if err != nil {
 		t.Fatalf("authorize: %v", err)
 	}
-	out := "deny"
 	if d == authorizer.DecisionAllow {
-		out = "allow"
+		return "allow"
 	}
 	if reason != "" {
-		out += " " + reason
+		return "deny " + reason
 	}
-	return out
+	return "deny"
+}
+
+func TestAuthorizer_AllowReason(t *testing.T) {
+	a := fixture()
+	tests := []struct {
+		name  string
+		attrs authorizer.AttributesRecord
+		want  string
+	}{
+		{"RoleBinding to a user", with(res("list", "", "configmaps", "", "team", ""), as("alice")),
+			`RBAC: allowed by RoleBinding "alice-cm/team" of Role "cm-reader" to User "alice"`},
+		{"RoleBinding to a service account of the binding's namespace", with(res("list", "", "configmaps", "", "team", ""), as("system:serviceaccount:team:bot")),
+			`RBAC: allowed by RoleBinding "alice-cm/team" of Role "cm-reader" to ServiceAccount "bot/team"`},
+		{"ClusterRoleBinding to a group", with(path("get", "/healthz"), as("x", "system:authenticated")),
+			`RBAC: allowed by ClusterRoleBinding "health" of ClusterRole "health" to Group "system:authenticated"`},
+		{"system:masters", with(path("get", "/healthz"), as("x", "system:masters")), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, reason, _ := a.Authorize(context.Background(), tt.attrs)
+			if d != authorizer.DecisionAllow || reason != tt.want {
+				t.Errorf("got %v %q, want allow %q", d, reason, tt.want)
+			}
+		})
+	}
 }
 
 func fixture() *Authorizer {

@@ -133,7 +133,7 @@ func (a *Authorizer) unsafeIndexLocked(namespace string, create bool) subjectInd
 
 func (a *Authorizer) unsafeBindLocked(id bindingID, ref rbacv1.RoleRef, subjects []rbacv1.Subject) {
 	a.unsafeUnbindLocked(id)
-	b := &binding{id: id, roleRef: ref}
+	b := &binding{id: id, roleRef: ref, subjects: subjects}
 	x := a.unsafeIndexLocked(id.namespace, true)
 	var keys []subjectKey
 	for _, s := range subjects {
