@@ -222,12 +222,8 @@ func aggregate(msgs []string) string {
 // `RoleBinding "name/ns" of Role "r" to ServiceAccount "sa/ns"`.
 func (b *binding) describe(u user.Info) string {
 	subject := ""
-	userKeys := map[subjectKey]bool{userKey(u.GetName()): true}
-	for _, g := range u.GetGroups() {
-		userKeys[groupKey(g)] = true
-	}
 	for _, s := range b.subjects {
-		if k, ok := keyOf(s, b.id.namespace); ok && userKeys[k] {
+		if applies(s, b.id.namespace, u) {
 			name := s.Name
 			if s.Kind == rbacv1.ServiceAccountKind {
 				ns := s.Namespace
@@ -244,4 +240,22 @@ func (b *binding) describe(u user.Info) string {
 		return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s", b.id.name, b.roleRef.Kind, b.roleRef.Name, subject)
 	}
 	return fmt.Sprintf("RoleBinding %q of %s %q to %s", b.id.name+"/"+b.id.namespace, b.roleRef.Kind, b.roleRef.Name, subject)
+}
+
+// applies reports whether subject s of a binding in namespace names u, as
+// keyOf indexes it.
+func applies(s rbacv1.Subject, namespace string, u user.Info) bool {
+	switch s.Kind {
+	case rbacv1.UserKind:
+		return s.Name == u.GetName()
+	case rbacv1.GroupKind:
+		for _, g := range u.GetGroups() {
+			if g == s.Name {
+				return true
+			}
+		}
+		return false
+	}
+	k, ok := keyOf(s, namespace)
+	return ok && k == userKey(u.GetName())
 }
