@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/coreos/go-systemd/v22 v22.7.0
 	github.com/go-logr/logr v1.4.3
+	github.com/google/cel-go v0.26.0
 	github.com/google/uuid v1.6.0
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/labstack/echo/v4 v4.16.0
@@ -20,6 +21,7 @@ require (
 	k8s.io/apiserver v0.36.6
 	k8s.io/client-go v0.36.6
 	k8s.io/component-base v0.36.6
+	k8s.io/component-helpers v0.36.6
 	k8s.io/kube-openapi v0.0.0-20260317180543-43fb72c5454a
 	k8s.io/kubectl v0.36.6
 	k8s.io/utils v0.0.0-20260210185600-b8788abfbbc2
@@ -56,7 +58,6 @@ require (
 	github.com/go-openapi/jsonreference v0.20.2 // indirect
 	github.com/go-openapi/swag v0.23.0 // indirect
 	github.com/google/btree v1.1.3 // indirect
-	github.com/google/cel-go v0.26.0 // indirect
 	github.com/google/gnostic-models v0.7.0 // indirect
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674 // indirect
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.27.7 // indirect
@@ -120,7 +121,6 @@ require (
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	k8s.io/cli-runtime v0.36.6 // indirect
-	k8s.io/component-helpers v0.36.6 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/metrics v0.36.6 // indirect
 	k8s.io/streaming v0.36.6 // indirect

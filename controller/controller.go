@@ -1,6 +1,7 @@
 // Package controller runs edgeapi's control loops outside the HTTP layer,
 // as kube-controller-manager runs them beside kube-apiserver: the garbage
-// collector, namespace finalization and Event expiry. Each is driven by
+// collector, namespace finalization, Event expiry and ClusterRole
+// aggregation. Each is driven by
 // the store: its watch, or its committed writes. They change objects
 // through Objects, which gives them the API's deletion semantics
 // (finalizers, propagation), or through the store for the metadata
@@ -67,6 +68,8 @@ type Manager struct {
 	// controllers.
 	nsKick  chan struct{}
 	crdKick chan struct{}
+	// aggKick (capacity 1) wakes the ClusterRole aggregation controller.
+	aggKick chan struct{}
 	// crdChanges holds the CRDs committed since the CRD loop last looked.
 	crdChanges  crdChanges
 	unsubscribe func()
@@ -86,7 +89,7 @@ func New(cfg Config) *Manager {
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = DefaultEventTTL
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1), crdsServed: make(chan struct{})}
+	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1), aggKick: make(chan struct{}, 1), crdsServed: make(chan struct{})}
 }
 
 // CRDsServed reports whether the custom resources of every
@@ -116,7 +119,11 @@ func (m *Manager) markCRDsServed() {
 func (m *Manager) Start(ctx context.Context) {
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.unsubscribe = m.cfg.Store.Subscribe(m.observe)
-	m.wg.Add(4)
+	m.wg.Add(5)
+	go func() {
+		defer m.wg.Done()
+		m.runAggregationController(ctx)
+	}()
 	go func() {
 		defer m.wg.Done()
 		newGarbageCollector(m).run(ctx)
@@ -139,6 +146,7 @@ func (m *Manager) Start(ctx context.Context) {
 // the store's writer: it only sends kicks and notes the CRDs written.
 func (m *Manager) observe(events []store.Event) {
 	m.observeNamespaces(events)
+	m.observeClusterRoles(events)
 	crds := m.cfg.Registry.Lookup(CRDResource)
 	if crds == nil {
 		return

@@ -94,10 +94,12 @@ func TestAPIResourceList(t *testing.T) {
 
 func TestAPIGroupList(t *testing.T) {
 	reg := registry.Builtin()
-	// kube-apiserver lists events.k8s.io, apiextensions.k8s.io, then
-	// coordination.k8s.io (s33 apis-groups).
+	// kube-apiserver lists events.k8s.io, rbac.authorization.k8s.io,
+	// apiextensions.k8s.io, then coordination.k8s.io (s33 apis-groups, and
+	// its group priorities for rbac.authorization.k8s.io).
 	assertJSON(t, "/apis", apiGroupList(reg.Snapshot()), `{"kind":"APIGroupList","apiVersion":"v1","groups":[`+
 		`{"name":"events.k8s.io","versions":[{"groupVersion":"events.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"events.k8s.io/v1","version":"v1"}},`+
+		`{"name":"rbac.authorization.k8s.io","versions":[{"groupVersion":"rbac.authorization.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"rbac.authorization.k8s.io/v1","version":"v1"}},`+
 		`{"name":"apiextensions.k8s.io","versions":[{"groupVersion":"apiextensions.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apiextensions.k8s.io/v1","version":"v1"}},`+
 		`{"name":"coordination.k8s.io","versions":[{"groupVersion":"coordination.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"coordination.k8s.io/v1","version":"v1"}}]}`)
 
@@ -122,6 +124,7 @@ func TestAPIGroupList(t *testing.T) {
 		// Kube-aware version order: GA, then beta, then alpha.
 		want := []string{
 			"events.k8s.io:v1:v1",
+			"rbac.authorization.k8s.io:v1:v1",
 			"apiextensions.k8s.io:v1:v1",
 			"coordination.k8s.io:v1:v1",
 			"alpha.example.com:v1:v1,v1beta1,v2alpha1",
@@ -192,6 +195,13 @@ func TestAggregatedDiscovery(t *testing.T) {
 		l := aggregatedDiscovery(reg.Snapshot(), false)
 		assertJSON(t, "items", l.Items, `[`+
 			`{"metadata":{"name":"events.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"events","responseKind":{"group":"","version":"","kind":"Event"},"scope":"Namespaced","singularResource":"event","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["ev"]}],"freshness":"Current"}]},`+
+			// kube-apiserver's rbac.authorization.k8s.io item: no short
+			// names or categories, resources by name.
+			`{"metadata":{"name":"rbac.authorization.k8s.io"},"versions":[{"version":"v1","resources":[`+
+			`{"resource":"clusterrolebindings","responseKind":{"group":"","version":"","kind":"ClusterRoleBinding"},"scope":"Cluster","singularResource":"clusterrolebinding","verbs":["create","delete","deletecollection","get","list","patch","update","watch"]},`+
+			`{"resource":"clusterroles","responseKind":{"group":"","version":"","kind":"ClusterRole"},"scope":"Cluster","singularResource":"clusterrole","verbs":["create","delete","deletecollection","get","list","patch","update","watch"]},`+
+			`{"resource":"rolebindings","responseKind":{"group":"","version":"","kind":"RoleBinding"},"scope":"Namespaced","singularResource":"rolebinding","verbs":["create","delete","deletecollection","get","list","patch","update","watch"]},`+
+			`{"resource":"roles","responseKind":{"group":"","version":"","kind":"Role"},"scope":"Namespaced","singularResource":"role","verbs":["create","delete","deletecollection","get","list","patch","update","watch"]}],"freshness":"Current"}]},`+
 			// s33 aggregated-discovery-apis, kube-apiserver's item.
 			`{"metadata":{"name":"apiextensions.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"customresourcedefinitions","responseKind":{"group":"","version":"","kind":"CustomResourceDefinition"},"scope":"Cluster","singularResource":"customresourcedefinition","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["crd","crds"],"categories":["api-extensions"],"subresources":[{"subresource":"status","responseKind":{"group":"","version":"","kind":"CustomResourceDefinition"},"verbs":["get","patch","update"]}]}],"freshness":"Current"}]},`+
 			`{"metadata":{"name":"coordination.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"leases","responseKind":{"group":"","version":"","kind":"Lease"},"scope":"Namespaced","singularResource":"lease","verbs":["create","delete","deletecollection","get","list","patch","update","watch"]}],"freshness":"Current"}]}]`)

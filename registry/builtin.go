@@ -10,8 +10,9 @@ import (
 
 // Builtin returns a registry of the built-in kinds: core/v1 namespaces,
 // configmaps, secrets, services and events, events.k8s.io/v1 events
-// (stored with the core events), coordination.k8s.io/v1 leases and
-// apiextensions.k8s.io/v1 customresourcedefinitions. Each
+// (stored with the core events), coordination.k8s.io/v1 leases,
+// apiextensions.k8s.io/v1 customresourcedefinitions and the four
+// rbac.authorization.k8s.io/v1 kinds. Each
 // call returns fresh Kind values, so callers may add to the registry.
 //
 // opts (at most one; none means kube-apiserver's defaults) set the
@@ -37,6 +38,10 @@ func Builtin(opts ...BuiltinOptions) *Registry {
 	r.Add(eventsV1EventKind())
 	r.Add(leaseKind())
 	r.Add(crdKind())
+	r.Add(roleKind())
+	r.Add(clusterRoleKind())
+	r.Add(roleBindingKind())
+	r.Add(clusterRoleBindingKind())
 	return r
 }
 

@@ -9,6 +9,7 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,6 +40,12 @@ func TestBuiltin(t *testing.T) {
 		{"coordination.k8s.io/v1/leases", "Lease", "lease", true, nil, all, false, "leases.coordination.k8s.io", coordinationv1.SchemeGroupVersion.WithKind("Lease"), false, true},
 		{"apiextensions.k8s.io/v1/customresourcedefinitions", "CustomResourceDefinition", "customresourcedefinition", false, []string{"crd", "crds"}, all, true,
 			"customresourcedefinitions.apiextensions.k8s.io", apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"), false, false},
+		// kube-apiserver serves the RBAC kinds without short names, and
+		// PUT creates them.
+		{"rbac.authorization.k8s.io/v1/roles", "Role", "role", true, nil, all, false, "roles.rbac.authorization.k8s.io", rbacv1.SchemeGroupVersion.WithKind("Role"), true, true},
+		{"rbac.authorization.k8s.io/v1/clusterroles", "ClusterRole", "clusterrole", false, nil, all, false, "clusterroles.rbac.authorization.k8s.io", rbacv1.SchemeGroupVersion.WithKind("ClusterRole"), true, true},
+		{"rbac.authorization.k8s.io/v1/rolebindings", "RoleBinding", "rolebinding", true, nil, all, false, "rolebindings.rbac.authorization.k8s.io", rbacv1.SchemeGroupVersion.WithKind("RoleBinding"), true, true},
+		{"rbac.authorization.k8s.io/v1/clusterrolebindings", "ClusterRoleBinding", "clusterrolebinding", false, nil, all, false, "clusterrolebindings.rbac.authorization.k8s.io", rbacv1.SchemeGroupVersion.WithKind("ClusterRoleBinding"), true, true},
 	}
 	reg := Builtin()
 	if got := len(reg.Kinds()); got != len(tests) {

@@ -5,6 +5,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
@@ -36,6 +37,7 @@ func init() {
 	utilruntime.Must(corev1.AddToScheme(Scheme))
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(eventsv1.AddToScheme(Scheme))
+	utilruntime.Must(rbacv1.AddToScheme(Scheme))
 	utilruntime.Must(apidiscoveryv2.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme)) // with its defaulting (SetDefaults_CustomResourceDefinition)
 	utilruntime.Must(metav1.AddMetaToScheme(Scheme))
@@ -51,6 +53,7 @@ func init() {
 			defaultSecret(&list.Items[i])
 		}
 	})
+	addRBACDefaults(Scheme)
 	Scheme.AddTypeDefaultingFunc(&corev1.Service{}, func(obj interface{}) { defaultService(obj.(*corev1.Service)) })
 	Scheme.AddTypeDefaultingFunc(&corev1.Namespace{}, func(obj interface{}) { defaultNamespace(obj.(*corev1.Namespace)) })
 	Scheme.AddTypeDefaultingFunc(&corev1.NamespaceList{}, func(obj interface{}) {
