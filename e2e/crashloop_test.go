@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -135,7 +136,10 @@ func TestCrashLoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 0))
 
 	const ns = "crashloop"
-	d := StartDaemon(t)
+	// Every value the writers store is encrypted at rest (aesgcm), so
+	// the kills also cover encryption's write and read paths.
+	enc := []string{"--encryption-provider-config", writeCrashEncConfig(t)}
+	d := StartDaemon(t, DaemonOptions{Args: enc})
 	dataDir := d.DataDir
 	createNamespace(t, d.Clientset(), ns)
 
@@ -164,9 +168,9 @@ func TestCrashLoop(t *testing.T) {
 			killsReset++
 		}
 
-		var args []string
+		args := enc
 		if compacting {
-			args = []string{"--compaction-interval", "1s"}
+			args = append(args[:len(args):len(args)], "--compaction-interval", "1s")
 		}
 		d = StartDaemon(t, DaemonOptions{DataDir: dataDir, Args: args})
 
@@ -197,10 +201,35 @@ func TestCrashLoop(t *testing.T) {
 			t.Fatalf("cycle %d failed; seed %d", cycle, seed)
 		}
 	}
+	// Nothing the writers wrote is in the data files in the clear.
+	d.Stop()
+	clear := regexp.MustCompile(`c[0-9]+-w[0-9]+-[0-9]+`)
+	for _, f := range []string{"edgeapi.db", "edgeapi.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(dataDir, f))
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		if m := clear.Find(b); m != nil {
+			t.Errorf("%s holds the written value %q in the clear", f, m)
+		}
+	}
 	t.Logf("crash loop: %d cycles, %d writes sent, %d acknowledged and checked, %d in flight at a kill; "+
 		"kills in cycles with a WAL checkpoint %d, with a WAL reset %d; cycles that compacted %d; "+
 		"watch replays %d (%d events), correct 410s %d; seed %d",
 		cycles, opsTotal, ackedTotal, unknownTotal, killsCheckpoint, killsReset, compacts, watchReplays, eventsSeen, watch410, seed)
+}
+
+// writeCrashEncConfig writes an EncryptionConfiguration that encrypts
+// both crash resources with aesgcm and returns its path.
+func writeCrashEncConfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "encryption.yaml")
+	data := "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [configmaps, crashes.crash.edgeapi.test]\n  providers:\n" +
+		encProvider("aesgcm", "crash", "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=") + "\n"
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // crashWorkload is the crash loop's writers and their ledger, which
