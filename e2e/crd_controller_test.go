@@ -482,19 +482,25 @@ func TestCRD_InvalidCABundle(t *testing.T) {
 	}
 
 	// Without the caBundle the CRD is established.
-	cur := rawGet(t, d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name)
-	var stored map[string]any
-	if err := json.Unmarshal(cur.Body, &stored); err != nil {
+	replaceCRDSpec(t, d, name, crd(""))
+	waitCRD(t, d, name, established)
+}
+
+// replaceCRDSpec PUTs the stored CRD name with the spec of body (a whole
+// CRD in JSON), keeping its metadata and resourceVersion.
+func replaceCRDSpec(t *testing.T, d *Daemon, name string, body []byte) {
+	t.Helper()
+	path := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name
+	var stored, next map[string]any
+	if err := json.Unmarshal(rawGet(t, d, path).Body, &stored); err != nil {
 		t.Fatal(err)
 	}
-	var next map[string]any
-	if err := json.Unmarshal(crd(""), &next); err != nil {
+	if err := json.Unmarshal(body, &next); err != nil {
 		t.Fatal(err)
 	}
 	stored["spec"] = next["spec"]
-	body, _ := json.Marshal(stored)
-	if res := doRaw(t, d, http.MethodPut, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, "application/json", "", body); res.Status != http.StatusOK {
-		t.Fatalf("update: %d %s", res.Status, res.Body)
+	b, _ := json.Marshal(stored)
+	if res := doRaw(t, d, http.MethodPut, path, "application/json", "", b); res.Status != http.StatusOK {
+		t.Fatalf("update CRD %s: %d %s", name, res.Status, res.Body)
 	}
-	waitCRD(t, d, name, established)
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -32,22 +31,8 @@ func TestCustomResource_ReadPrunesRemovedField(t *testing.T) {
 		t.Fatalf("create: %d %s", res.Status, res.Body)
 	}
 
-	// Replace the CRD's schema without "gone" (a PUT of the stored CRD).
-	cur := rawGet(t, d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/plains.prune.example.org")
-	var stored map[string]any
-	if err := json.Unmarshal(cur.Body, &stored); err != nil {
-		t.Fatal(err)
-	}
-	var next map[string]any
-	if err := json.Unmarshal([]byte(crd(`"keep":{"type":"string"}`)), &next); err != nil {
-		t.Fatal(err)
-	}
-	stored["spec"] = next["spec"]
-	body, _ := json.Marshal(stored)
-	res = doRaw(t, d, http.MethodPut, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/plains.prune.example.org", "application/json", "", body)
-	if res.Status != http.StatusOK {
-		t.Fatalf("update CRD: %d %s", res.Status, res.Body)
-	}
+	// Replace the CRD's schema without "gone".
+	replaceCRDSpec(t, d, "plains.prune.example.org", []byte(crd(`"keep":{"type":"string"}`)))
 	// The kinds are rebuilt by the CRD controller: wait until a read prunes.
 	waitFor(t, "reads pruned to the new schema", func() bool {
 		return !strings.Contains(string(rawGet(t, d, base+"/p").Body), `"gone"`)
