@@ -115,6 +115,10 @@ func TestAPIDiff(t *testing.T) {
 			if err != nil {
 				t.Fatalf("read edgeapi transcript: %v", err)
 			}
+			goldenSteps, err := loadTranscriptSteps(golden)
+			if err != nil {
+				t.Fatalf("read golden transcript: %v", err)
+			}
 
 			var unexpected []apidiffLine
 			allowed := map[string][]string{} // step -> allowed differences, for the log
@@ -124,6 +128,13 @@ func TestAPIDiff(t *testing.T) {
 				if !ok {
 					unexpected = append(unexpected, dl)
 					continue
+				}
+				if a.AcceptBoth != nil {
+					if err := a.AcceptBoth(steps[dl.Step], goldenSteps[dl.Step]); err != nil {
+						dl.Text += fmt.Sprintf("\n    allowed only when %s: %v", a.Reason, err)
+						unexpected = append(unexpected, dl)
+						continue
+					}
 				}
 				if a.Accept != nil {
 					if err := a.Accept(steps[dl.Step]); err != nil {
