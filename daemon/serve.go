@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/controller"
 	"github.com/edgeapi/edgeapi/encryption"
 	"github.com/edgeapi/edgeapi/httpapi"
@@ -72,6 +73,8 @@ type daemon struct {
 	ln     net.Listener // HTTPS
 	tls    *servingTLS
 	auth   *daemonAuth
+	// audit writes the audit log (--audit-log-path); nil without it.
+	audit *audit.Logger
 	// insecureLn serves plain HTTP (--insecure-listen); nil without it.
 	insecureLn net.Listener
 	srv        *http.Server
@@ -138,6 +141,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err
 	}
 	if d.auth, err = setupAuth(cfg, d.tls, log); err != nil {
+		return nil, err
+	}
+	if d.audit, err = setupAudit(cfg, log.Named("audit")); err != nil {
 		return nil, err
 	}
 	if cfg.InsecureListen != "" {
@@ -396,6 +402,12 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 	if apiErr != nil {
 		apiErr = fmt.Errorf("close api server: %w", apiErr)
 	}
+	// After the HTTP server: the requests that ended during shutdown
+	// are logged.
+	var auditErr error
+	if d.audit != nil {
+		auditErr = d.audit.Close()
+	}
 
 	var storeErr error
 	if err := d.db.Close(); err != nil {
@@ -404,8 +416,8 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 	d.unlock()
 
 	// The first error is returned (and printed by main); log the others.
-	first := firstErr(httpErr, apiErr, storeErr)
-	for _, err := range []error{httpErr, apiErr, storeErr} {
+	first := firstErr(httpErr, apiErr, auditErr, storeErr)
+	for _, err := range []error{httpErr, apiErr, auditErr, storeErr} {
 		if err != nil && err != first {
 			d.log.Error("shut down", zap.Error(err))
 		}
@@ -455,6 +467,11 @@ func (d *daemon) closeOpened() {
 	}
 	if d.ln != nil {
 		d.ln.Close()
+	}
+	if d.audit != nil {
+		if err := d.audit.Close(); err != nil {
+			d.log.Warn("close audit log", zap.Error(err))
+		}
 	}
 	if d.insecureLn != nil {
 		d.insecureLn.Close()

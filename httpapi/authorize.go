@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/auth/authn"
 	"github.com/edgeapi/edgeapi/auth/rbac"
 )
@@ -38,6 +39,7 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		attrs := requestAttributes(req, u)
 		d, reason, err := s.cfg.Authorizer.Authorize(req.Context(), &attrs)
+		audit.SetAuthorizationDecision(req.Context(), d == authorizer.DecisionAllow, reason)
 		if d == authorizer.DecisionAllow {
 			return next(c)
 		}
@@ -48,6 +50,13 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return s.writeError(c, rbac.Forbidden(&attrs, reason))
 	}
+}
+
+// RequestAttributes describes req as the authorizer sees it, without a
+// user: the verb, and for a resource request the object it names. The
+// audit log takes its verb and objectRef from it.
+func RequestAttributes(req *http.Request) authorizer.AttributesRecord {
+	return requestAttributes(req, nil)
 }
 
 // requestAttributes describes req as kube-apiserver's RequestInfoFactory
