@@ -22,10 +22,8 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -92,7 +90,7 @@ type Logger struct {
 	log        *zap.Logger
 	now        func() time.Time
 	out        *fileWriter
-	bufs       sync.Pool    // *bytes.Buffer for encoding events
+	bufs       sync.Pool    // *[]byte for encoding events
 	lastErrLog atomic.Int64 // unix nanoseconds of the last write error logged
 	failed     atomic.Int64 // events not written
 }
@@ -121,7 +119,10 @@ func New(cfg Config) (*Logger, error) {
 		return nil, err
 	}
 	l.out = out
-	l.bufs.New = func() any { return new(bytes.Buffer) }
+	l.bufs.New = func() any {
+		b := make([]byte, 0, 2048)
+		return &b
+	}
 	return l, nil
 }
 
@@ -143,6 +144,7 @@ func (l *Logger) Failed() int64 { return l.failed.Load() }
 type record struct {
 	rw            responseWriter // wraps the response to learn the code
 	id            string
+	idHeader      [1]string // the Audit-ID header's value, without its own allocation
 	received      time.Time
 	impersonating bool // the request had an Impersonate-User header
 	user          user.Info
@@ -177,7 +179,8 @@ func (l *Logger) WithAudit(next http.Handler) http.Handler {
 			rec.id = newUUID()
 		}
 		rec.impersonating = len(r.Header[impersonateUserHeader]) > 0
-		w.Header()[headerAuditIDKey] = []string{rec.id}
+		rec.idHeader[0] = rec.id
+		w.Header()[headerAuditIDKey] = rec.idHeader[:]
 		defer func() {
 			if p := recover(); p != nil {
 				rec.status = &metav1.Status{
@@ -299,16 +302,12 @@ func (l *Logger) finish(r *http.Request, rec *record, stage string) {
 
 // write appends ev as one JSON line.
 func (l *Logger) write(ev *Event) {
-	buf := l.bufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	// json.Encoder ends the line with a newline and escapes <, > and & as
-	// kube-apiserver's JSON serializer does.
-	err := json.NewEncoder(buf).Encode(ev)
-	if err == nil {
-		_, err = l.out.Write(buf.Bytes())
-	}
-	if buf.Cap() <= 64<<10 {
-		l.bufs.Put(buf)
+	bp := l.bufs.Get().(*[]byte)
+	b := append(ev.appendJSON((*bp)[:0]), '\n')
+	_, err := l.out.Write(b)
+	if cap(b) <= 64<<10 {
+		*bp = b
+		l.bufs.Put(bp)
 	}
 	if err != nil {
 		l.failed.Add(1)
