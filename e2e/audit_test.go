@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	"k8s.io/client-go/rest"
 )
@@ -320,5 +323,59 @@ func TestAudit_Off(t *testing.T) {
 	d := StartDaemon(t)
 	if r := rawGet(t, d, "/api/v1/namespaces"); r.Status != http.StatusOK || r.Header.Get("Audit-ID") != "" {
 		t.Errorf("status %d, Audit-ID %q; want 200 and none", r.Status, r.Header.Get("Audit-ID"))
+	}
+}
+
+// TestAudit_Watch: behind the audit filter, watches still stream, over
+// plain HTTP/1.1 (where the watch takes the connection over) and over
+// TLS (HTTP/2), and writes during them are logged.
+func TestAudit_Watch(t *testing.T) {
+	t.Parallel()
+	for _, tls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("tls=%v", tls), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			d := StartDaemon(t, DaemonOptions{TLS: tls, Args: []string{"--audit-log-path", filepath.Join(dir, "audit.log")}})
+			cs := d.Clientset()
+			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			defer cancel()
+			w, err := cs.CoreV1().ConfigMaps("default").Watch(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			const n = 3
+			for i := range n {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("watched-%d", i)}}
+				if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range n {
+				select {
+				case ev, ok := <-w.ResultChan():
+					if !ok {
+						t.Fatalf("watch ended after %d events, want %d", i, n)
+					}
+					if cm, isCM := ev.Object.(*corev1.ConfigMap); ev.Type != watch.Added || !isCM || cm.Name != fmt.Sprintf("watched-%d", i) {
+						t.Fatalf("event %d: %s %T, want ADDED watched-%d", i, ev.Type, ev.Object, i)
+					}
+				case <-ctx.Done():
+					t.Fatalf("watch: %d of %d events before the timeout", i, n)
+				}
+			}
+			var creates int
+			for _, ev := range readAuditLog(t, filepath.Join(dir, "audit.log")) {
+				if ev.Verb == "create" && ev.ObjectRef != nil && strings.HasPrefix(ev.ObjectRef.Name, "watched-") {
+					creates++
+				}
+				if ev.Verb == "watch" {
+					t.Errorf("the watch was logged: %+v", ev)
+				}
+			}
+			if creates != n {
+				t.Errorf("%d creates logged, want %d", creates, n)
+			}
+		})
 	}
 }
