@@ -32,6 +32,7 @@ max-request-body: 1Mi
 	jsonFile := write("config.json", `{"listen": "127.0.0.1:9443", "max-request-body": 2048}`)
 	typoFile := write("typo.yaml", "listen: 127.0.0.1:1\nlog_level: debug\n")
 	badDuration := write("bad.yaml", "event-ttl: 3600\n")
+	auditFile := write("audit.yaml", "audit-log-path: /var/lib/edgeapi/audit/audit.log\naudit-log-maxsize: 5\naudit-log-maxbackup: 0\naudit-log-maxage: 7\n")
 
 	defaults := defaultServeConfig()
 	tests := []struct {
@@ -92,6 +93,13 @@ max-request-body: 1Mi
 			name: "audit to stdout without rotation",
 			args: []string{"--audit-log-path", "-", "--audit-log-maxsize", "0"},
 			want: func(c *serveConfig) { c.AuditLogPath, c.AuditLogMaxSize = "-", 0 },
+		},
+		{
+			name: "audit keys in the config file",
+			args: []string{"--config", auditFile},
+			want: func(c *serveConfig) {
+				c.AuditLogPath, c.AuditLogMaxSize, c.AuditLogMaxBackup, c.AuditLogMaxAge = "/var/lib/edgeapi/audit/audit.log", 5, 0, 7
+			},
 		},
 		{name: "negative audit-log-maxsize", args: []string{"--audit-log-maxsize", "-1"}, wantErr: "invalid audit-log-maxsize -1"},
 		{name: "huge audit-log-maxsize", args: []string{"--audit-log-maxsize", "1048577"}, wantErr: "invalid audit-log-maxsize 1048577"},
