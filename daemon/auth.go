@@ -21,9 +21,12 @@ import (
 // (nil unless --authorization-mode has RBAC).
 type daemonAuth struct {
 	authenticator authn.Authenticator
-	authorizer    authorizer.Authorizer
-	rbac          *rbac.Authorizer
-	impersonator  *authn.Impersonator
+	// peer authenticates the requests of the --unix-socket listener by
+	// their peer's credentials.
+	peer         authn.Authenticator
+	authorizer   authorizer.Authorizer
+	rbac         *rbac.Authorizer
+	impersonator *authn.Impersonator
 }
 
 // unsecuredUser is who requests on the --insecure-listen listener are, as
@@ -51,7 +54,7 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 	for _, w := range warnings {
 		log.Warn("token-auth-file", zap.String("warning", w))
 	}
-	a := &daemonAuth{authenticator: chain}
+	a := &daemonAuth{authenticator: chain, peer: &authn.PeerCredentials{}}
 	if cfg.hasAuthorizationMode(modeRBAC) {
 		a.rbac = rbac.New()
 	}
@@ -71,9 +74,16 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 // watch on one).
 type insecureConnKey struct{}
 
-// connContext marks the connections of the insecure listener: those whose
-// local address is its address. TLS connections have their own.
+// connContext marks the connections of the insecure listener (those whose
+// local address is its address) and those of the --unix-socket listener
+// (every Unix connection: the server serves no other Unix listener) with
+// their peer's credentials. TLS connections have their own. Connections
+// of finished watches come back through the handoff listener wrapped,
+// with the same local address, and are marked again the same way.
 func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
+	if c.LocalAddr().Network() == "unix" {
+		return unixConnContext(ctx, c)
+	}
 	if d.insecureLn != nil && c.LocalAddr().String() == d.insecureLn.Addr().String() && c.LocalAddr().Network() == d.insecureLn.Addr().Network() {
 		if _, tls := c.(interface{ ConnectionState() }); !tls {
 			return context.WithValue(ctx, insecureConnKey{}, true)
@@ -84,7 +94,8 @@ func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
 
 // authenticated returns h behind authentication and impersonation: a
 // request over TLS is authenticated by its certificate or token, one on
-// the insecure listener is unsecuredUser, and any other gets 401.
+// the Unix socket by its peer's credentials, one on the insecure listener
+// is unsecuredUser, and any other gets 401.
 func (d *daemon) authenticated(h http.Handler) http.Handler {
 	writeError := d.api.WriteError
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -92,6 +103,7 @@ func (d *daemon) authenticated(h http.Handler) http.Handler {
 	})
 	inner := authn.WithImpersonation(h, d.auth.impersonator, writeError)
 	secure := authn.WithAuthentication(inner, d.auth.authenticator, unauthorized)
+	peer := authn.WithAuthentication(inner, d.auth.peer, unauthorized)
 	insecure := authn.WithAuthentication(inner, authn.AuthenticatorFunc(func(*http.Request) (user.Info, bool, error) {
 		return unsecuredUser, true, nil
 	}), unauthorized)
@@ -99,6 +111,8 @@ func (d *daemon) authenticated(h http.Handler) http.Handler {
 		switch {
 		case r.TLS != nil:
 			secure.ServeHTTP(w, r)
+		case authn.IsPeerConn(r.Context()):
+			peer.ServeHTTP(w, r)
 		case r.Context().Value(insecureConnKey{}) != nil:
 			insecure.ServeHTTP(w, r)
 		default:
