@@ -54,7 +54,10 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 	for _, w := range warnings {
 		log.Warn("token-auth-file", zap.String("warning", w))
 	}
-	a := &daemonAuth{authenticator: chain, peer: &authn.PeerCredentials{}}
+	a := &daemonAuth{authenticator: chain}
+	if a.peer, err = peerAuthenticator(cfg, log); err != nil {
+		return nil, err
+	}
 	if cfg.hasAuthorizationMode(modeRBAC) {
 		a.rbac = rbac.New()
 	}

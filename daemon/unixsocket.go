@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/edgeapi/edgeapi/auth/authn"
 )
 
@@ -92,4 +94,27 @@ func unixConnContext(ctx context.Context, c net.Conn) context.Context {
 	}
 	cred, err := authn.ReadPeerCred(sc)
 	return authn.WithPeerCred(ctx, cred, err)
+}
+
+// peerAuthenticator returns the authenticator of the --unix-socket's
+// requests. In a user namespace that does not map every id (systemd's
+// PrivateUsers=yes), the kernel reports every unmapped user as the same
+// overflow uid: those users are refused, with a warning at start, rather
+// than sharing one identity.
+func peerAuthenticator(cfg serveConfig, log *zap.Logger) (*authn.PeerCredentials, error) {
+	p := &authn.PeerCredentials{}
+	if cfg.UnixSocket == "" {
+		return p, nil
+	}
+	overflow, err := authn.DetectOverflow()
+	if err != nil {
+		return nil, err
+	}
+	if overflow != nil {
+		log.Warn("the daemon runs in a user namespace that does not map every user (systemd PrivateUsers=yes?): "+
+			"clients on the unix socket whose user it does not map all look alike and get 401",
+			zap.Uint32("overflow_uid", overflow.UID), zap.Uint32("overflow_gid", overflow.GID))
+		p.Overflow = overflow
+	}
+	return p, nil
 }

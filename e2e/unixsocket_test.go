@@ -644,3 +644,24 @@ func TestUnixSocket_BadInput(t *testing.T) {
 		t.Errorf("the daemon logged %d handler panics", n)
 	}
 }
+
+// TestUnixSocket_UserNamespace: in a user namespace that maps only root
+// (as systemd's PrivateUsers=yes maps only root and the service's user),
+// the kernel reports every other user on the socket as the same overflow
+// uid; they get 401 instead of sharing that identity, and root is still
+// system:masters.
+func TestUnixSocket_UserNamespace(t *testing.T) {
+	u := createUnixUser(t)
+	bins := shareBinaries(t)
+	d := startUnixSocketDaemon(t, DaemonOptions{SysProcAttr: &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}},
+	}})
+	if got := runUnixClient(t, bins, u, d.Socket, "GET /api").Responses[0]; got.Status != 401 {
+		t.Errorf("%s, outside the daemon's user namespace: got %d %s, want 401", u.Name, got.Status, got.Body)
+	}
+	if got := runUnixClient(t, bins, nil, d.Socket, "GET /api/v1/secrets").Responses[0]; got.Status != 200 {
+		t.Errorf("root: got %d %s, want 200", got.Status, got.Body)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	userinfo "k8s.io/apiserver/pkg/authentication/user"
@@ -76,7 +77,22 @@ type PeerCredentials struct {
 	UserName   func(uid uint32) (string, error)
 	GroupName  func(gid uint32) (string, error)
 	UserGroups func(name string) ([]uint32, error)
+	// Overflow, when not nil, are the ids the kernel reports for users
+	// and groups outside the daemon's user namespace (see
+	// DetectOverflow). They stand for every such user or group at once,
+	// so a peer with the overflow uid gets 401 and the overflow gid is
+	// left out of groups.
+	Overflow *Overflow
 }
+
+// Overflow are the uid and gid the kernel reports, in a user namespace
+// that maps only some ids (systemd's PrivateUsers=), for any id it does
+// not map (/proc/sys/kernel/overflowuid and overflowgid, usually 65534).
+type Overflow struct{ UID, GID uint32 }
+
+// errUnmappedPeer: the peer's uid is the overflow uid, which stands for
+// every user outside the daemon's user namespace.
+var errUnmappedPeer = errors.New("authn: the unix socket peer's user is outside the daemon's user namespace")
 
 // AuthenticateRequest implements Authenticator: no opinion on a request
 // that did not come over a Unix socket connection, an error when that
@@ -88,6 +104,9 @@ func (p *PeerCredentials) AuthenticateRequest(r *http.Request) (userinfo.Info, b
 	}
 	if pc.err != nil {
 		return nil, false, errNoPeerCred
+	}
+	if p.Overflow != nil && pc.cred.UID == p.Overflow.UID {
+		return nil, false, errUnmappedPeer
 	}
 	pc.once.Do(func() { pc.user = p.resolve(pc.cred) })
 	return pc.user, true, nil
@@ -111,7 +130,7 @@ func (p *PeerCredentials) resolve(cred PeerCred) userinfo.Info {
 	groups := make([]string, 0, len(gids)+2)
 	seen := make(map[uint32]bool, len(gids))
 	for _, gid := range gids {
-		if seen[gid] {
+		if seen[gid] || (p.Overflow != nil && gid == p.Overflow.GID) {
 			continue
 		}
 		seen[gid] = true
@@ -169,4 +188,10 @@ func (p *PeerCredentials) userGroups(name string) ([]uint32, error) {
 		}
 	}
 	return gids, nil
+}
+
+// isIdentityMap reports whether m, a /proc/<pid>/uid_map or gid_map, maps
+// every id onto itself.
+func isIdentityMap(m string) bool {
+	return strings.Join(strings.Fields(m), " ") == "0 0 4294967295"
 }

@@ -1,8 +1,11 @@
 package authn
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
 	"syscall"
 	"unsafe"
 
@@ -62,4 +65,33 @@ func peerGroups(fd int) ([]uint32, error) {
 			return nil, fmt.Errorf("getsockopt SO_PEERGROUPS: %w", errno)
 		}
 	}
+}
+
+// DetectOverflow returns nil when the process sees every uid and gid as
+// they are (its user namespace maps them all onto themselves, as the
+// initial one does), and otherwise the overflow ids that the kernel
+// reports, through SO_PEERCRED too, for the ids it does not map.
+func DetectOverflow() (*Overflow, error) {
+	full := true
+	for _, m := range []string{"/proc/self/uid_map", "/proc/self/gid_map"} {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			return nil, fmt.Errorf("detect user namespace: %w", err)
+		}
+		if !isIdentityMap(string(b)) {
+			full = false
+		}
+	}
+	if full {
+		return nil, nil
+	}
+	o := &Overflow{UID: 65534, GID: 65534}
+	for path, id := range map[string]*uint32{"/proc/sys/kernel/overflowuid": &o.UID, "/proc/sys/kernel/overflowgid": &o.GID} {
+		if b, err := os.ReadFile(path); err == nil {
+			if n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 32); err == nil {
+				*id = uint32(n)
+			}
+		}
+	}
+	return o, nil
 }

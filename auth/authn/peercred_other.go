@@ -13,3 +13,6 @@ import (
 func ReadPeerCred(c syscall.Conn) (PeerCred, error) {
 	return PeerCred{}, fmt.Errorf("read peer credentials: %w", errors.ErrUnsupported)
 }
+
+// DetectOverflow returns nil: there are no user namespaces here.
+func DetectOverflow() (*Overflow, error) { return nil, nil }

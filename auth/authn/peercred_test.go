@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -177,5 +178,46 @@ func TestReadPeerCred(t *testing.T) {
 	gotGroups := slices.Sorted(slices.Values(got.Groups))
 	if got.Groups == nil || !slices.Equal(gotGroups, want) {
 		t.Errorf("got supplementary groups %v, want %v", got.Groups, want)
+	}
+}
+
+func TestPeerCredentials_Overflow(t *testing.T) {
+	users := newFakeUsers()
+	users.users[65534] = "nobody"
+	users.groups[65534] = "nogroup"
+	p := users.authenticator()
+	p.Overflow = &Overflow{UID: 65534, GID: 65534}
+	request := func(cred PeerCred) *http.Request {
+		r := httptest.NewRequest("GET", "/api", nil)
+		return r.WithContext(WithPeerCred(r.Context(), cred, nil))
+	}
+	// Every user outside the daemon's user namespace looks like 65534.
+	if u, ok, err := p.AuthenticateRequest(request(PeerCred{UID: 65534, GID: 65534})); u != nil || ok || err == nil {
+		t.Errorf("overflow uid: got %v, %v, %v; want an error", u, ok, err)
+	}
+	got, ok, err := p.AuthenticateRequest(request(PeerCred{UID: 1000, GID: 1000, Groups: []uint32{65534, 44}}))
+	if err != nil || !ok {
+		t.Fatalf("mapped uid: got %v, %v; want a user", ok, err)
+	}
+	if want := []string{"alice", "video", userinfo.AllAuthenticated}; !slices.Equal(got.GetGroups(), want) {
+		t.Errorf("groups with the overflow gid: got %q, want %q", got.GetGroups(), want)
+	}
+}
+
+func TestIsIdentityMap(t *testing.T) {
+	tests := []struct {
+		m    string
+		want bool
+	}{
+		{"         0          0 4294967295\n", true},
+		// systemd's PrivateUsers=: root and the service's user only.
+		{"         0          0          1\n     61234      61234          1\n", false},
+		{"         0     100000      65536\n", false},
+		{"", false},
+	}
+	for _, tt := range tests {
+		if got := isIdentityMap(tt.m); got != tt.want {
+			t.Errorf("isIdentityMap(%q) = %v, want %v", tt.m, got, tt.want)
+		}
 	}
 }
