@@ -602,6 +602,7 @@ func TestUnixSocket_BadInput(t *testing.T) {
 		{name: "TLS handshake", send: "\x16\x03\x01\x00\xa5\x01\x00\x00\xa1\x03\x03garbage"},
 		{name: "binary garbage", send: "\x00\xff\xfe\r\n\r\n\x00"},
 		{name: "bad request line", send: "GARBAGE\r\n\r\n"},
+		{name: "HTTP/2 preface", send: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"},
 		{name: "huge header", send: "GET /api HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("a", 2<<20) + "\r\n\r\n"},
 		{name: "closed mid-header", send: "POST /api/v1/namespaces/" + ns + "/configmaps HTTP/1.1\r\nHost: x\r\nContent-Ty", close: true},
 		{name: "closed mid-body", send: "POST /api/v1/namespaces/" + ns + "/configmaps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
