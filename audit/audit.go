@@ -378,6 +378,10 @@ func WithImpersonatedUser(next http.Handler, userFrom func(context.Context) (use
 	})
 }
 
+// Audited reports whether the request whose context is ctx is audited:
+// then the authorizer's reason for an allowed request is worth building.
+func Audited(ctx context.Context) bool { return recordFrom(ctx) != nil }
+
 // SetAuthorizationDecision records the authorizer's decision on the
 // request whose context is ctx, for the annotations
 // authorization.k8s.io/decision (allow or forbid) and

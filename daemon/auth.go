@@ -24,9 +24,12 @@ import (
 // (nil unless --authorization-mode has RBAC).
 type daemonAuth struct {
 	authenticator authn.Authenticator
-	authorizer    authorizer.Authorizer
-	rbac          *rbac.Authorizer
-	impersonator  *authn.Impersonator
+	// peer authenticates the requests of the --unix-socket listener by
+	// their peer's credentials.
+	peer         authn.Authenticator
+	authorizer   authorizer.Authorizer
+	rbac         *rbac.Authorizer
+	impersonator *authn.Impersonator
 }
 
 // unsecuredUser is who requests on the --insecure-listen listener are, as
@@ -55,6 +58,9 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 		log.Warn("token-auth-file", zap.String("warning", w))
 	}
 	a := &daemonAuth{authenticator: chain}
+	if a.peer, err = peerAuthenticator(cfg, log); err != nil {
+		return nil, err
+	}
 	if cfg.hasAuthorizationMode(modeRBAC) {
 		a.rbac = rbac.New()
 	}
@@ -74,9 +80,16 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 // watch on one).
 type insecureConnKey struct{}
 
-// connContext marks the connections of the insecure listener: those whose
-// local address is its address. TLS connections have their own.
+// connContext marks the connections of the insecure listener (those whose
+// local address is its address) and those of the --unix-socket listener
+// (every Unix connection: the server serves no other Unix listener) with
+// their peer's credentials. TLS connections have their own. Connections
+// of finished watches come back through the handoff listener wrapped,
+// with the same local address, and are marked again the same way.
 func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
+	if c.LocalAddr().Network() == "unix" {
+		return unixConnContext(ctx, c)
+	}
 	if d.insecureLn != nil && c.LocalAddr().String() == d.insecureLn.Addr().String() && c.LocalAddr().Network() == d.insecureLn.Addr().Network() {
 		if _, tls := c.(interface{ ConnectionState() }); !tls {
 			return context.WithValue(ctx, insecureConnKey{}, true)
@@ -87,7 +100,8 @@ func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
 
 // authenticated returns h behind authentication and impersonation: a
 // request over TLS is authenticated by its certificate or token, one on
-// the insecure listener is unsecuredUser, and any other gets 401.
+// the Unix socket by its peer's credentials, one on the insecure listener
+// is unsecuredUser, and any other gets 401.
 //
 // With --audit-log-path, the audit filter is outermost, so that it sees
 // the 401s too, and two small filters tell it the authenticated user
@@ -106,6 +120,7 @@ func (d *daemon) authenticated(h http.Handler) http.Handler {
 		inner = audit.WithUser(inner, authn.UserFrom)
 	}
 	secure := authn.WithAuthentication(inner, d.auth.authenticator, unauthorized)
+	peer := authn.WithAuthentication(inner, d.auth.peer, unauthorized)
 	insecure := authn.WithAuthentication(inner, authn.AuthenticatorFunc(func(*http.Request) (user.Info, bool, error) {
 		return unsecuredUser, true, nil
 	}), unauthorized)
@@ -113,6 +128,8 @@ func (d *daemon) authenticated(h http.Handler) http.Handler {
 		switch {
 		case r.TLS != nil:
 			secure.ServeHTTP(w, r)
+		case authn.IsPeerConn(r.Context()):
+			peer.ServeHTTP(w, r)
 		case r.Context().Value(insecureConnKey{}) != nil:
 			insecure.ServeHTTP(w, r)
 		default:

@@ -148,6 +148,10 @@ type serveConfig struct {
 	// authenticated: they are served as system:unsecured in
 	// system:masters, as kube-apiserver's old insecure port did.
 	InsecureListen string `json:"insecure-listen"`
+	// UnixSocket, when set, is the path of a Unix socket that also serves
+	// the API (plain HTTP), authenticating each connection by its peer's
+	// credentials (SO_PEERCRED).
+	UnixSocket string `json:"unix-socket"`
 	// TokenAuthFile is kube-apiserver's --token-auth-file: a CSV file of
 	// static bearer tokens (token,user,uid,"group1,group2").
 	TokenAuthFile string `json:"token-auth-file"`
@@ -254,6 +258,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`directory` for the database (edgeapi.db) and the generated kubeconfig; created with mode 0700")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` to serve HTTPS on (port 0 picks a free port)")
 	fs.StringVar(&cfg.InsecureListen, "insecure-listen", cfg.InsecureListen, "also serve plain HTTP, without TLS, on this loopback `host:port` (off when empty; for tests and debugging)")
+	fs.StringVar(&cfg.UnixSocket, "unix-socket", cfg.UnixSocket, "also serve the API on a Unix socket at this `path` (mode 0666; a stale socket there is replaced), authenticating each client as its Unix user and groups (SO_PEERCRED) for RBAC; off when empty")
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", cfg.TLSCertFile, "serve this PEM certificate `file` (with its chain) instead of the one generated under <data-dir>/pki; read again when it changes")
 	fs.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", cfg.TLSPrivateKeyFile, "PEM private key `file` of --tls-cert-file")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", cfg.ClientCAFile, "verify client certificates against the CAs in this PEM `file` instead of the generated CA")
@@ -374,6 +379,9 @@ func (c *serveConfig) validate() error {
 		if !isLoopback(c.InsecureListen) {
 			return fmt.Errorf("invalid insecure-listen address %q: plain HTTP is served only on a loopback address (127.0.0.0/8, ::1, localhost)", c.InsecureListen)
 		}
+	}
+	if len(c.UnixSocket) > maxUnixSocketPath {
+		return fmt.Errorf("invalid unix-socket %q: longer than %d bytes", c.UnixSocket, maxUnixSocketPath)
 	}
 	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
 		return fmt.Errorf("invalid tls-cert-file and tls-private-key-file: give both or neither")

@@ -77,7 +77,9 @@ type daemon struct {
 	audit *audit.Logger
 	// insecureLn serves plain HTTP (--insecure-listen); nil without it.
 	insecureLn net.Listener
-	srv        *http.Server
+	// unixLn serves the --unix-socket; nil without it.
+	unixLn *net.UnixListener
+	srv    *http.Server
 }
 
 // startDaemon prepares everything that must work before the daemon reports
@@ -149,6 +151,11 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if cfg.InsecureListen != "" {
 		if d.insecureLn, err = net.Listen("tcp", cfg.InsecureListen); err != nil {
 			return nil, fmt.Errorf("listen insecure: %w", err)
+		}
+	}
+	if cfg.UnixSocket != "" {
+		if d.unixLn, err = listenUnix(cfg.UnixSocket); err != nil {
+			return nil, err
 		}
 	}
 
@@ -270,6 +277,13 @@ func (d *daemon) run(ctx context.Context) error {
 			}
 		}()
 	}
+	if d.unixLn != nil {
+		go func() {
+			if err := d.srv.Serve(d.unixLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("serve unix socket", zap.Error(err))
+			}
+		}()
+	}
 	// The connections of finished watches come back to the same server
 	// for their next request (see httpapi.Server.HandoffListener).
 	handoffDone := make(chan struct{})
@@ -317,6 +331,7 @@ func (d *daemon) run(ctx context.Context) error {
 		zap.String("version", version),
 		zap.String("listen", d.ln.Addr().String()),
 		zap.String("insecure_listen", listenerAddr(d.insecureLn)),
+		zap.String("unix_socket", d.cfg.UnixSocket),
 		zap.String("data_dir", d.cfg.DataDir),
 		zap.String("kubeconfig", d.kubeconfigPath),
 		zap.Int64("rev", d.db.Rev()),
@@ -475,6 +490,9 @@ func (d *daemon) closeOpened() {
 	}
 	if d.insecureLn != nil {
 		d.insecureLn.Close()
+	}
+	if d.unixLn != nil {
+		d.unixLn.Close()
 	}
 	if d.db != nil {
 		if err := d.db.Close(); err != nil {

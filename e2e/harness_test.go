@@ -169,6 +169,9 @@ type DaemonOptions struct {
 	// which Addr, URL and Kubeconfig name: tests that are not about
 	// security use that, as issue 11 allows.
 	TLS bool
+	// SysProcAttr, when set, is the daemon process's (for example a user
+	// namespace of its own).
+	SysProcAttr *syscall.SysProcAttr
 }
 
 // StartDaemon starts edgeapi, waits until /readyz answers 200 and the
@@ -246,6 +249,7 @@ func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error)
 	if len(o.Env) > 0 {
 		d.cmd.Env = append(os.Environ(), o.Env...)
 	}
+	d.cmd.SysProcAttr = o.SysProcAttr
 	d.cmd.Stdout = d.output
 	d.cmd.Stderr = d.output
 	if err := d.cmd.Start(); err != nil {
@@ -299,6 +303,16 @@ func (d *Daemon) waitReady() error {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			last = fmt.Sprintf("GET /readyz: %d %q", resp.StatusCode, body)
+			if resp.StatusCode == http.StatusUnauthorized && d.TLS {
+				// --anonymous-auth=false: ask as the admin of the
+				// kubeconfig, once it is written.
+				if cfg, err := clientcmd.BuildConfigFromFlags("", d.Kubeconfig); err == nil {
+					if c, err := rest.HTTPClientFor(cfg); err == nil {
+						c.Timeout = 2 * time.Second
+						client = c
+					}
+				}
+			}
 			if resp.StatusCode == http.StatusOK {
 				if _, err := os.Stat(d.Kubeconfig); err == nil {
 					return nil
