@@ -4,15 +4,18 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"time"
 
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/auth/authn"
 	"github.com/edgeapi/edgeapi/auth/authz"
 	"github.com/edgeapi/edgeapi/auth/rbac"
+	"github.com/edgeapi/edgeapi/httpapi"
 	"github.com/edgeapi/edgeapi/pki"
 )
 
@@ -21,9 +24,12 @@ import (
 // (nil unless --authorization-mode has RBAC).
 type daemonAuth struct {
 	authenticator authn.Authenticator
-	authorizer    authorizer.Authorizer
-	rbac          *rbac.Authorizer
-	impersonator  *authn.Impersonator
+	// peer authenticates the requests of the --unix-socket listener by
+	// their peer's credentials.
+	peer         authn.Authenticator
+	authorizer   authorizer.Authorizer
+	rbac         *rbac.Authorizer
+	impersonator *authn.Impersonator
 }
 
 // unsecuredUser is who requests on the --insecure-listen listener are, as
@@ -52,6 +58,9 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 		log.Warn("token-auth-file", zap.String("warning", w))
 	}
 	a := &daemonAuth{authenticator: chain}
+	if a.peer, err = peerAuthenticator(cfg, log); err != nil {
+		return nil, err
+	}
 	if cfg.hasAuthorizationMode(modeRBAC) {
 		a.rbac = rbac.New()
 	}
@@ -71,9 +80,16 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 // watch on one).
 type insecureConnKey struct{}
 
-// connContext marks the connections of the insecure listener: those whose
-// local address is its address. TLS connections have their own.
+// connContext marks the connections of the insecure listener (those whose
+// local address is its address) and those of the --unix-socket listener
+// (every Unix connection: the server serves no other Unix listener) with
+// their peer's credentials. TLS connections have their own. Connections
+// of finished watches come back through the handoff listener wrapped,
+// with the same local address, and are marked again the same way.
 func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
+	if c.LocalAddr().Network() == "unix" {
+		return unixConnContext(ctx, c)
+	}
 	if d.insecureLn != nil && c.LocalAddr().String() == d.insecureLn.Addr().String() && c.LocalAddr().Network() == d.insecureLn.Addr().Network() {
 		if _, tls := c.(interface{ ConnectionState() }); !tls {
 			return context.WithValue(ctx, insecureConnKey{}, true)
@@ -84,27 +100,66 @@ func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
 
 // authenticated returns h behind authentication and impersonation: a
 // request over TLS is authenticated by its certificate or token, one on
-// the insecure listener is unsecuredUser, and any other gets 401.
+// the Unix socket by its peer's credentials, one on the insecure listener
+// is unsecuredUser, and any other gets 401.
+//
+// With --audit-log-path, the audit filter is outermost, so that it sees
+// the 401s too, and two small filters tell it the authenticated user
+// (right inside authentication) and the impersonated one (right inside
+// impersonation). Without it there is no audit filter at all.
 func (d *daemon) authenticated(h http.Handler) http.Handler {
 	writeError := d.api.WriteError
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, authn.Unauthorized())
 	})
+	if d.audit != nil {
+		h = audit.WithImpersonatedUser(h, authn.UserFrom)
+	}
 	inner := authn.WithImpersonation(h, d.auth.impersonator, writeError)
+	if d.audit != nil {
+		inner = audit.WithUser(inner, authn.UserFrom)
+	}
 	secure := authn.WithAuthentication(inner, d.auth.authenticator, unauthorized)
+	peer := authn.WithAuthentication(inner, d.auth.peer, unauthorized)
 	insecure := authn.WithAuthentication(inner, authn.AuthenticatorFunc(func(*http.Request) (user.Info, bool, error) {
 		return unsecuredUser, true, nil
 	}), unauthorized)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var chain http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.TLS != nil:
 			secure.ServeHTTP(w, r)
+		case authn.IsPeerConn(r.Context()):
+			peer.ServeHTTP(w, r)
 		case r.Context().Value(insecureConnKey{}) != nil:
 			insecure.ServeHTTP(w, r)
 		default:
 			unauthorized.ServeHTTP(w, r)
 		}
 	})
+	if d.audit != nil {
+		chain = d.audit.WithAudit(chain)
+	}
+	return chain
+}
+
+// setupAudit opens the audit log of --audit-log-path; nil without it.
+func setupAudit(cfg serveConfig, log *zap.Logger) (*audit.Logger, error) {
+	if cfg.AuditLogPath == "" {
+		return nil, nil
+	}
+	l, err := audit.New(audit.Config{
+		Path:       cfg.AuditLogPath,
+		MaxSize:    int64(cfg.AuditLogMaxSize) << 20,
+		MaxBackups: cfg.AuditLogMaxBackup,
+		MaxAge:     time.Duration(cfg.AuditLogMaxAge) * 24 * time.Hour,
+		Attributes: httpapi.RequestAttributes,
+		Logger:     log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("writing the audit log", zap.String("path", cfg.AuditLogPath))
+	return l, nil
 }
 
 // admitWrite returns the RBAC escalation check for the API's writes, or

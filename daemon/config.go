@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/httpapi"
 	"github.com/edgeapi/edgeapi/registry"
 )
@@ -147,6 +148,10 @@ type serveConfig struct {
 	// authenticated: they are served as system:unsecured in
 	// system:masters, as kube-apiserver's old insecure port did.
 	InsecureListen string `json:"insecure-listen"`
+	// UnixSocket, when set, is the path of a Unix socket that also serves
+	// the API (plain HTTP), authenticating each connection by its peer's
+	// credentials (SO_PEERCRED).
+	UnixSocket string `json:"unix-socket"`
 	// TokenAuthFile is kube-apiserver's --token-auth-file: a CSV file of
 	// static bearer tokens (token,user,uid,"group1,group2").
 	TokenAuthFile string `json:"token-auth-file"`
@@ -158,7 +163,22 @@ type serveConfig struct {
 	// comma-separated list of RBAC, AlwaysAllow and AlwaysDeny, asked in
 	// order until one decides.
 	AuthorizationMode string `json:"authorization-mode"`
+	// AuditLogPath, when set, is the audit log file ("-": standard
+	// output), as kube-apiserver's --audit-log-path.
+	AuditLogPath string `json:"audit-log-path"`
+	// AuditLogMaxSize is the size in megabytes (MiB) at which the audit
+	// log is rotated (0: never).
+	AuditLogMaxSize int `json:"audit-log-maxsize"`
+	// AuditLogMaxBackup is how many rotated audit logs are kept (0: all).
+	AuditLogMaxBackup int `json:"audit-log-maxbackup"`
+	// AuditLogMaxAge is how many days rotated audit logs are kept, by the
+	// time in their names (0: forever).
+	AuditLogMaxAge int `json:"audit-log-maxage"`
 }
+
+// maxAuditLogMaxSize bounds --audit-log-maxsize (1 TiB) so that its size in
+// bytes cannot overflow.
+const maxAuditLogMaxSize = 1 << 20
 
 // Authorization modes (--authorization-mode).
 const (
@@ -219,6 +239,9 @@ func defaultServeConfig() serveConfig {
 		TLSMinVersion:         DefaultTLSMinVersion,
 		AnonymousAuth:         true,
 		AuthorizationMode:     DefaultAuthorizationMode,
+		AuditLogMaxSize:       audit.DefaultMaxSizeMB,
+		AuditLogMaxBackup:     audit.DefaultMaxBackups,
+		AuditLogMaxAge:        audit.DefaultMaxAgeDays,
 	}
 }
 
@@ -235,12 +258,17 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.DataDir, "data-dir", cfg.DataDir, "`directory` for the database (edgeapi.db) and the generated kubeconfig; created with mode 0700")
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "`host:port` to serve HTTPS on (port 0 picks a free port)")
 	fs.StringVar(&cfg.InsecureListen, "insecure-listen", cfg.InsecureListen, "also serve plain HTTP, without TLS, on this loopback `host:port` (off when empty; for tests and debugging)")
+	fs.StringVar(&cfg.UnixSocket, "unix-socket", cfg.UnixSocket, "also serve the API on a Unix socket at this `path` (mode 0666; a stale socket there is replaced), authenticating each client as its Unix user and groups (SO_PEERCRED) for RBAC; off when empty")
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", cfg.TLSCertFile, "serve this PEM certificate `file` (with its chain) instead of the one generated under <data-dir>/pki; read again when it changes")
 	fs.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", cfg.TLSPrivateKeyFile, "PEM private key `file` of --tls-cert-file")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", cfg.ClientCAFile, "verify client certificates against the CAs in this PEM `file` instead of the generated CA")
 	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", cfg.TokenAuthFile, "authenticate bearer tokens listed in this CSV `file` (token,user,uid,\"group1,group2\"), as kube-apiserver does")
 	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", cfg.AnonymousAuth, "serve requests without credentials as system:anonymous (in system:unauthenticated), for RBAC to decide; false answers them 401")
 	fs.StringVar(&cfg.AuthorizationMode, "authorization-mode", cfg.AuthorizationMode, "comma-separated `modes` that authorize requests, asked in order: RBAC, AlwaysAllow (everyone may do everything: for tests), AlwaysDeny")
+	fs.StringVar(&cfg.AuditLogPath, "audit-log-path", cfg.AuditLogPath, "write kube-apiserver's audit events (audit.k8s.io/v1, level Metadata) to this `file`, created 0600, or to standard output with -: every create, update, patch, delete and deletecollection, and every request answered 401 or 403 (off when empty)")
+	fs.IntVar(&cfg.AuditLogMaxSize, "audit-log-maxsize", cfg.AuditLogMaxSize, "rotate the audit log when it reaches this size in `megabytes` (0: never)")
+	fs.IntVar(&cfg.AuditLogMaxBackup, "audit-log-maxbackup", cfg.AuditLogMaxBackup, "keep this `number` of rotated audit logs (0: all)")
+	fs.IntVar(&cfg.AuditLogMaxAge, "audit-log-maxage", cfg.AuditLogMaxAge, "remove rotated audit logs older than this many `days`, by the time in their names (0: never)")
 	fs.StringVar(&cfg.TLSMinVersion, "tls-min-version", cfg.TLSMinVersion, "lowest TLS `version` accepted: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log `level`: debug, info, warn or error (debug logs every request)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log `format`: auto, console or json (auto: console on a terminal, json otherwise)")
@@ -352,6 +380,9 @@ func (c *serveConfig) validate() error {
 			return fmt.Errorf("invalid insecure-listen address %q: plain HTTP is served only on a loopback address (127.0.0.0/8, ::1, localhost)", c.InsecureListen)
 		}
 	}
+	if len(c.UnixSocket) > maxUnixSocketPath {
+		return fmt.Errorf("invalid unix-socket %q: longer than %d bytes", c.UnixSocket, maxUnixSocketPath)
+	}
 	if (c.TLSCertFile == "") != (c.TLSPrivateKeyFile == "") {
 		return fmt.Errorf("invalid tls-cert-file and tls-private-key-file: give both or neither")
 	}
@@ -391,6 +422,15 @@ func (c *serveConfig) validate() error {
 	}
 	if _, err := registry.ParsePortRange(c.ServiceNodePortRange); err != nil {
 		return fmt.Errorf("invalid service-node-port-range: %w", err)
+	}
+	if c.AuditLogMaxSize < 0 || c.AuditLogMaxSize > maxAuditLogMaxSize {
+		return fmt.Errorf("invalid audit-log-maxsize %d: want 0 (no rotation) to %d megabytes", c.AuditLogMaxSize, maxAuditLogMaxSize)
+	}
+	if c.AuditLogMaxBackup < 0 {
+		return fmt.Errorf("invalid audit-log-maxbackup %d: must not be negative", c.AuditLogMaxBackup)
+	}
+	if c.AuditLogMaxAge < 0 {
+		return fmt.Errorf("invalid audit-log-maxage %d: must not be negative", c.AuditLogMaxAge)
 	}
 	if c.DebugPprof != "" && !isLoopback(c.DebugPprof) {
 		return fmt.Errorf("invalid debug-pprof %q: must be a loopback host:port (127.0.0.1, ::1, localhost)", c.DebugPprof)

@@ -32,6 +32,7 @@ max-request-body: 1Mi
 	jsonFile := write("config.json", `{"listen": "127.0.0.1:9443", "max-request-body": 2048}`)
 	typoFile := write("typo.yaml", "listen: 127.0.0.1:1\nlog_level: debug\n")
 	badDuration := write("bad.yaml", "event-ttl: 3600\n")
+	auditFile := write("audit.yaml", "audit-log-path: /var/lib/edgeapi/audit/audit.log\naudit-log-maxsize: 5\naudit-log-maxbackup: 0\naudit-log-maxage: 7\n")
 
 	defaults := defaultServeConfig()
 	tests := []struct {
@@ -81,6 +82,30 @@ max-request-body: 1Mi
 				c.TokenAuthFile, c.AnonymousAuth, c.AuthorizationMode = "/etc/tokens.csv", false, "RBAC,AlwaysDeny"
 			},
 		},
+		{
+			name: "audit flags",
+			args: []string{"--audit-log-path", "/var/log/edgeapi/audit.log", "--audit-log-maxsize", "10", "--audit-log-maxbackup", "3", "--audit-log-maxage", "0"},
+			want: func(c *serveConfig) {
+				c.AuditLogPath, c.AuditLogMaxSize, c.AuditLogMaxBackup, c.AuditLogMaxAge = "/var/log/edgeapi/audit.log", 10, 3, 0
+			},
+		},
+		{
+			name: "audit to stdout without rotation",
+			args: []string{"--audit-log-path", "-", "--audit-log-maxsize", "0"},
+			want: func(c *serveConfig) { c.AuditLogPath, c.AuditLogMaxSize = "-", 0 },
+		},
+		{
+			name: "audit keys in the config file",
+			args: []string{"--config", auditFile},
+			want: func(c *serveConfig) {
+				c.AuditLogPath, c.AuditLogMaxSize, c.AuditLogMaxBackup, c.AuditLogMaxAge = "/var/lib/edgeapi/audit/audit.log", 5, 0, 7
+			},
+		},
+		{name: "negative audit-log-maxsize", args: []string{"--audit-log-maxsize", "-1"}, wantErr: "invalid audit-log-maxsize -1"},
+		{name: "huge audit-log-maxsize", args: []string{"--audit-log-maxsize", "1048577"}, wantErr: "invalid audit-log-maxsize 1048577"},
+		{name: "negative audit-log-maxbackup", args: []string{"--audit-log-maxbackup", "-1"}, wantErr: "invalid audit-log-maxbackup -1"},
+		{name: "negative audit-log-maxage", args: []string{"--audit-log-maxage", "-2"}, wantErr: "invalid audit-log-maxage -2"},
+		{name: "audit-log-maxsize not a number", args: []string{"--audit-log-maxsize", "1Mi"}, wantErr: "invalid value"},
 		{
 			name: "json file",
 			args: []string{"--config", jsonFile},
@@ -142,6 +167,17 @@ max-request-body: 1Mi
 				t.Errorf("parseServeConfig(%q)\n got %+v\nwant %+v", tt.args, got, want)
 			}
 		})
+	}
+}
+
+// TestDefaultServeConfig_Audit: the audit log is off by default, and its
+// rotation defaults are kube-apiserver's.
+func TestDefaultServeConfig_Audit(t *testing.T) {
+	c := defaultServeConfig()
+	got := [4]any{c.AuditLogPath, c.AuditLogMaxSize, c.AuditLogMaxBackup, c.AuditLogMaxAge}
+	want := [4]any{"", 100, 100, 366}
+	if got != want {
+		t.Errorf("audit-log-path, -maxsize, -maxbackup, -maxage = %v, want %v", got, want)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/controller"
 	"github.com/edgeapi/edgeapi/encryption"
 	"github.com/edgeapi/edgeapi/httpapi"
@@ -72,9 +73,13 @@ type daemon struct {
 	ln     net.Listener // HTTPS
 	tls    *servingTLS
 	auth   *daemonAuth
+	// audit writes the audit log (--audit-log-path); nil without it.
+	audit *audit.Logger
 	// insecureLn serves plain HTTP (--insecure-listen); nil without it.
 	insecureLn net.Listener
-	srv        *http.Server
+	// unixLn serves the --unix-socket; nil without it.
+	unixLn *net.UnixListener
+	srv    *http.Server
 }
 
 // startDaemon prepares everything that must work before the daemon reports
@@ -140,9 +145,17 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.auth, err = setupAuth(cfg, d.tls, log); err != nil {
 		return nil, err
 	}
+	if d.audit, err = setupAudit(cfg, log.Named("audit")); err != nil {
+		return nil, err
+	}
 	if cfg.InsecureListen != "" {
 		if d.insecureLn, err = net.Listen("tcp", cfg.InsecureListen); err != nil {
 			return nil, fmt.Errorf("listen insecure: %w", err)
+		}
+	}
+	if cfg.UnixSocket != "" {
+		if d.unixLn, err = listenUnix(cfg.UnixSocket); err != nil {
+			return nil, err
 		}
 	}
 
@@ -264,6 +277,13 @@ func (d *daemon) run(ctx context.Context) error {
 			}
 		}()
 	}
+	if d.unixLn != nil {
+		go func() {
+			if err := d.srv.Serve(d.unixLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				d.log.Error("serve unix socket", zap.Error(err))
+			}
+		}()
+	}
 	// The connections of finished watches come back to the same server
 	// for their next request (see httpapi.Server.HandoffListener).
 	handoffDone := make(chan struct{})
@@ -311,6 +331,7 @@ func (d *daemon) run(ctx context.Context) error {
 		zap.String("version", version),
 		zap.String("listen", d.ln.Addr().String()),
 		zap.String("insecure_listen", listenerAddr(d.insecureLn)),
+		zap.String("unix_socket", d.cfg.UnixSocket),
 		zap.String("data_dir", d.cfg.DataDir),
 		zap.String("kubeconfig", d.kubeconfigPath),
 		zap.Int64("rev", d.db.Rev()),
@@ -396,6 +417,12 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 	if apiErr != nil {
 		apiErr = fmt.Errorf("close api server: %w", apiErr)
 	}
+	// After the HTTP server: the requests that ended during shutdown
+	// are logged.
+	var auditErr error
+	if d.audit != nil {
+		auditErr = d.audit.Close()
+	}
 
 	var storeErr error
 	if err := d.db.Close(); err != nil {
@@ -404,8 +431,8 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 	d.unlock()
 
 	// The first error is returned (and printed by main); log the others.
-	first := firstErr(httpErr, apiErr, storeErr)
-	for _, err := range []error{httpErr, apiErr, storeErr} {
+	first := firstErr(httpErr, apiErr, auditErr, storeErr)
+	for _, err := range []error{httpErr, apiErr, auditErr, storeErr} {
 		if err != nil && err != first {
 			d.log.Error("shut down", zap.Error(err))
 		}
@@ -456,8 +483,16 @@ func (d *daemon) closeOpened() {
 	if d.ln != nil {
 		d.ln.Close()
 	}
+	if d.audit != nil {
+		if err := d.audit.Close(); err != nil {
+			d.log.Warn("close audit log", zap.Error(err))
+		}
+	}
 	if d.insecureLn != nil {
 		d.insecureLn.Close()
+	}
+	if d.unixLn != nil {
+		d.unixLn.Close()
 	}
 	if d.db != nil {
 		if err := d.db.Close(); err != nil {

@@ -169,6 +169,9 @@ type DaemonOptions struct {
 	// which Addr, URL and Kubeconfig name: tests that are not about
 	// security use that, as issue 11 allows.
 	TLS bool
+	// SysProcAttr, when set, is the daemon process's (for example a user
+	// namespace of its own).
+	SysProcAttr *syscall.SysProcAttr
 }
 
 // StartDaemon starts edgeapi, waits until /readyz answers 200 and the
@@ -246,6 +249,7 @@ func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error)
 	if len(o.Env) > 0 {
 		d.cmd.Env = append(os.Environ(), o.Env...)
 	}
+	d.cmd.SysProcAttr = o.SysProcAttr
 	d.cmd.Stdout = d.output
 	d.cmd.Stderr = d.output
 	if err := d.cmd.Start(); err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/auth/authn"
 	"github.com/edgeapi/edgeapi/auth/rbac"
 )
@@ -40,11 +41,14 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		var d authorizer.Decision
 		var reason string
 		var err error
-		if q, ok := s.cfg.Authorizer.(quietAuthorizer); ok {
+		// The reason of an allowed request is wanted only by the audit
+		// log, and costs more than the decision.
+		if q, ok := s.cfg.Authorizer.(quietAuthorizer); ok && !audit.Audited(req.Context()) {
 			d, reason, err = q.AuthorizeQuiet(req.Context(), &attrs)
 		} else {
 			d, reason, err = s.cfg.Authorizer.Authorize(req.Context(), &attrs)
 		}
+		audit.SetAuthorizationDecision(req.Context(), d == authorizer.DecisionAllow, reason)
 		if d == authorizer.DecisionAllow {
 			return next(c)
 		}
@@ -57,9 +61,16 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// RequestAttributes describes req as the authorizer sees it, without a
+// user: the verb, and for a resource request the object it names. The
+// audit log takes its verb and objectRef from it.
+func RequestAttributes(req *http.Request) authorizer.AttributesRecord {
+	return requestAttributes(req, nil)
+}
+
 // quietAuthorizer is an authorizer that can skip building the reason of an
-// allowed decision, which a request's authorization discards
-// (authz.QuietAuthorizer).
+// allowed decision, which a request's authorization discards unless the
+// request is audited (authz.QuietAuthorizer).
 type quietAuthorizer interface {
 	AuthorizeQuiet(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error)
 }

@@ -17,6 +17,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
@@ -94,6 +95,7 @@ func (s *Server) decodeWrite(r *request, optionsKind string) (runtime.Object, wr
 	if err != nil {
 		return nil, opts, err
 	}
+	audit.SetObjectMeta(c.Request().Context(), registry.Accessor(obj))
 	addWarnings(c, warnings)
 	return obj, opts, nil
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/edgeapi/edgeapi/audit"
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
@@ -26,6 +27,7 @@ const ctxStatusNoProtobuf = "edgeapi.statusNoProtobuf"
 func (s *Server) writeError(c echo.Context, err error) error {
 	st := statusOf(err)
 	st.Kind, st.APIVersion = "Status", "v1"
+	audit.SetResponseStatus(c.Request().Context(), st)
 	code := int(st.Code)
 	if code == 0 {
 		code = http.StatusInternalServerError
@@ -64,6 +66,7 @@ func (s *Server) writeError(c echo.Context, err error) error {
 // for an object deleted at once.
 func (s *Server) writeStatusSuccess(c echo.Context, rep representation, details *metav1.StatusDetails) error {
 	st := &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess, Details: details}
+	audit.SetResponseStatus(c.Request().Context(), st)
 	return s.writeTyped(c, http.StatusOK, rep, st)
 }
 
