@@ -58,8 +58,10 @@ func serviceAccountKind() *Kind {
 // pkg/registry/core/serviceaccount strategy.
 type serviceAccountStrategy struct{}
 
-func (serviceAccountStrategy) AllowUnconditionalUpdate() bool             { return true }
-func (serviceAccountStrategy) NameValidator() func(string, bool) []string { return serviceAccountNameSegment }
+func (serviceAccountStrategy) AllowUnconditionalUpdate() bool { return true }
+func (serviceAccountStrategy) NameValidator() func(string, bool) []string {
+	return serviceAccountNameSegment
+}
 
 // serviceAccountNameSegment is apimachinery's ValidateServiceAccountName (a DNS
 // subdomain) with the path-segment rule.
