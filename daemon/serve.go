@@ -71,6 +71,9 @@ type daemon struct {
 	ctrl   *controller.Manager
 	ln     net.Listener // HTTPS
 	tls    *servingTLS
+	// saTokens issues ServiceAccount tokens (serviceaccounts/token) and
+	// authenticates them (saTokens.auth, for authn.Config.ExtraTokens).
+	saTokens *serviceAccountTokens
 	// insecureLn serves plain HTTP (--insecure-listen); nil without it.
 	insecureLn net.Listener
 	srv        *http.Server
@@ -151,6 +154,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err
 	}
 	reg := registry.Builtin(builtinOpts)
+	if d.saTokens, err = setupServiceAccountTokens(cfg, dataDir, d.db, log); err != nil {
+		return nil, err
+	}
 
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,
@@ -161,6 +167,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		ServerAddress:       addr,
 		RequestTimeout:      time.Duration(cfg.RequestTimeout),
 		IdleTimeout:         DefaultIdleTimeout,
+		Tokens:              d.saTokens.issuer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create api server: %w", err)

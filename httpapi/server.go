@@ -70,6 +70,9 @@ type Config struct {
 	// its namespace and name exists (the default/kubernetes Service that
 	// kube-apiserver's bootstrap controller maintains).
 	KubernetesService *corev1.Service
+	// Tokens signs the tokens of the serviceaccounts/token subresource;
+	// nil leaves the subresource unserved (404).
+	Tokens TokenIssuer
 }
 
 // Server is the API server. Create it with New, call Start, serve Handler,
