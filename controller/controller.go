@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/edgeapi/edgeapi/auth/rbac"
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
@@ -40,6 +41,9 @@ type Objects interface {
 	// update emptied the finalizers of an object being deleted, which
 	// removed it. Errors are Status errors, NotFound included.
 	UpdateObject(ctx context.Context, k *registry.Kind, namespace, name, subresource, manager string, fn func(cur runtime.Object) (runtime.Object, error)) (deleted bool, err error)
+	// CreateObject creates obj, of kind k, as a POST by manager would.
+	// Errors are Status errors, AlreadyExists included.
+	CreateObject(ctx context.Context, k *registry.Kind, obj runtime.Object, manager string) error
 }
 
 // Config configures the controllers. Store, Registry, Objects and
@@ -56,7 +60,15 @@ type Config struct {
 	// CustomResourceDefinition serves, one per served version. When nil,
 	// CRDs get their status but nothing is served for them.
 	CustomResourceKinds func(crd *apiextensionsv1.CustomResourceDefinition) ([]*registry.Kind, error)
-	Logger              *zap.Logger
+	// BootstrapRBAC reconciles the default ClusterRoles and
+	// ClusterRoleBindings at start (see RBACBootstrapped), as
+	// kube-apiserver does when RBAC authorizes.
+	// RBAC, when set, is the RBAC authorizer: its index follows the
+	// stored roles and bindings (see RBACSynced), and the default
+	// ClusterRoles and ClusterRoleBindings are reconciled at start (see
+	// RBACBootstrapped), as kube-apiserver does when RBAC authorizes.
+	RBAC   *rbac.Authorizer
+	Logger *zap.Logger
 }
 
 // Manager runs the controllers. Create it with New, run it with Start,
@@ -79,6 +91,14 @@ type Manager struct {
 	// of every stored CRD once (see CRDsServed).
 	crdsServed     chan struct{}
 	crdsServedOnce sync.Once
+	// rbacBootstrapped is closed once the RBAC bootstrap policy is
+	// reconciled.
+	rbacBootstrapped chan struct{}
+	// rbacSynced is closed once the RBAC index holds the stored roles
+	// and bindings.
+	rbacSynced chan struct{}
+	// rbacReady is closed once both are.
+	rbacReady chan struct{}
 }
 
 // New returns a Manager for cfg.
@@ -89,7 +109,8 @@ func New(cfg Config) *Manager {
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = DefaultEventTTL
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1), aggKick: make(chan struct{}, 1), crdsServed: make(chan struct{})}
+	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1), aggKick: make(chan struct{}, 1), crdsServed: make(chan struct{}),
+		rbacBootstrapped: make(chan struct{}), rbacSynced: make(chan struct{}), rbacReady: make(chan struct{})}
 }
 
 // CRDsServed reports whether the custom resources of every
@@ -140,6 +161,17 @@ func (m *Manager) Start(ctx context.Context) {
 		defer m.wg.Done()
 		m.runCRDController(ctx)
 	}()
+	if m.cfg.RBAC != nil {
+		m.wg.Add(2)
+		go func() {
+			defer m.wg.Done()
+			m.runRBACBootstrap(ctx)
+		}()
+		go func() {
+			defer m.wg.Done()
+			m.followRBAC(ctx)
+		}()
+	}
 }
 
 // observe wakes the controllers that committed writes concern. It runs on

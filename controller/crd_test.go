@@ -120,6 +120,10 @@ type storeObjects struct {
 	unservedEstablished []string
 }
 
+func (o *storeObjects) CreateObject(context.Context, *registry.Kind, runtime.Object, string) error {
+	return errors.New("not supported")
+}
+
 func (o *storeObjects) DeleteObject(context.Context, *registry.Kind, string, string, *metav1.DeleteOptions) (bool, error) {
 	return false, errors.New("not supported")
 }

@@ -148,7 +148,9 @@ type serveConfig struct {
 	// kube-apiserver names it (VersionTLS12).
 	TLSMinVersion string `json:"tls-min-version"`
 	// InsecureListen, when set, is a loopback host:port that also serves
-	// plain HTTP, for tests and debugging.
+	// plain HTTP, for tests and debugging. Its requests are not
+	// authenticated: they are served as system:unsecured in
+	// system:masters, as kube-apiserver's old insecure port did.
 	InsecureListen string `json:"insecure-listen"`
 	// ServiceAccountIssuer are the "iss" values of ServiceAccount tokens:
 	// the first is written into new tokens, all are accepted.
@@ -165,6 +167,48 @@ type serveConfig struct {
 	// APIAudiences are the audiences of the API: a token must name one
 	// of them (empty: the ServiceAccountIssuer values).
 	APIAudiences stringList `json:"api-audiences"`
+	// TokenAuthFile is kube-apiserver's --token-auth-file: a CSV file of
+	// static bearer tokens (token,user,uid,"group1,group2").
+	TokenAuthFile string `json:"token-auth-file"`
+	// AnonymousAuth serves requests without credentials as
+	// system:anonymous in system:unauthenticated (kube-apiserver's
+	// --anonymous-auth, default true); off, they get 401.
+	AnonymousAuth bool `json:"anonymous-auth"`
+	// AuthorizationMode is kube-apiserver's --authorization-mode: a
+	// comma-separated list of RBAC, AlwaysAllow and AlwaysDeny, asked in
+	// order until one decides.
+	AuthorizationMode string `json:"authorization-mode"`
+}
+
+// Authorization modes (--authorization-mode).
+const (
+	modeRBAC        = "RBAC"
+	modeAlwaysAllow = "AlwaysAllow"
+	modeAlwaysDeny  = "AlwaysDeny"
+	// DefaultAuthorizationMode closes the API to everyone RBAC does not
+	// let in.
+	DefaultAuthorizationMode = modeRBAC
+)
+
+// authorizationModes returns the modes of c.AuthorizationMode in order.
+func (c *serveConfig) authorizationModes() []string {
+	var modes []string
+	for _, m := range strings.Split(c.AuthorizationMode, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			modes = append(modes, m)
+		}
+	}
+	return modes
+}
+
+// hasAuthorizationMode reports whether mode is one of c's modes.
+func (c *serveConfig) hasAuthorizationMode(mode string) bool {
+	for _, m := range c.authorizationModes() {
+		if m == mode {
+			return true
+		}
+	}
+	return false
 }
 
 // tlsVersions maps kube-apiserver's --tls-min-version values to Go's.
@@ -194,6 +238,8 @@ func defaultServeConfig() serveConfig {
 		ServiceNodePortRange:  DefaultServiceNodePortRange,
 		TLSMinVersion:         DefaultTLSMinVersion,
 		ServiceAccountIssuer:  stringList{values: []string{DefaultServiceAccountIssuer}},
+		AnonymousAuth:         true,
+		AuthorizationMode:     DefaultAuthorizationMode,
 	}
 }
 
@@ -213,6 +259,9 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.TLSCertFile, "tls-cert-file", cfg.TLSCertFile, "serve this PEM certificate `file` (with its chain) instead of the one generated under <data-dir>/pki; read again when it changes")
 	fs.StringVar(&cfg.TLSPrivateKeyFile, "tls-private-key-file", cfg.TLSPrivateKeyFile, "PEM private key `file` of --tls-cert-file")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca-file", cfg.ClientCAFile, "verify client certificates against the CAs in this PEM `file` instead of the generated CA")
+	fs.StringVar(&cfg.TokenAuthFile, "token-auth-file", cfg.TokenAuthFile, "authenticate bearer tokens listed in this CSV `file` (token,user,uid,\"group1,group2\"), as kube-apiserver does")
+	fs.BoolVar(&cfg.AnonymousAuth, "anonymous-auth", cfg.AnonymousAuth, "serve requests without credentials as system:anonymous (in system:unauthenticated), for RBAC to decide; false answers them 401")
+	fs.StringVar(&cfg.AuthorizationMode, "authorization-mode", cfg.AuthorizationMode, "comma-separated `modes` that authorize requests, asked in order: RBAC, AlwaysAllow (everyone may do everything: for tests), AlwaysDeny")
 	fs.StringVar(&cfg.TLSMinVersion, "tls-min-version", cfg.TLSMinVersion, "lowest TLS `version` accepted: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
 	fs.Var(&cfg.ServiceAccountIssuer, "service-account-issuer", "`URL` of the issuer of ServiceAccount tokens, repeatable: the first goes into new tokens, every one is accepted")
 	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", cfg.ServiceAccountSigningKeyFile, "sign ServiceAccount tokens with the PEM private key (ECDSA or RSA) in this `file` instead of the one generated as <data-dir>/pki/sa.key")
@@ -228,7 +277,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.MemoryLimit, "memory-limit", "soft memory limit of the Go runtime: the garbage collector works harder near it (0: none; GOMEMLIMIT, when set, wins)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
 	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", cfg.EncryptionProviderConfig, "kube-apiserver's EncryptionConfiguration `file`: encrypt the named resources' stored values (identity, aesgcm, aescbc and secretbox providers; the first provider and key write, all read)")
-	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback, although the API does not authenticate clients yet")
+	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback although --authorization-mode=AlwaysAllow lets every client do everything")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", cfg.ServiceClusterIPRange, "allocate Service cluster IPs from this `CIDR` (IPv4 or IPv6, 2^3 to 2^20 addresses); its first address goes to the default/kubernetes Service")
 	fs.StringVar(&cfg.ServiceNodePortRange, "service-node-port-range", cfg.ServiceNodePortRange, "allocate NodePort and LoadBalancer Services' node ports from this `range` (min-max, inclusive)")
@@ -299,10 +348,27 @@ func (c *serveConfig) validate() error {
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
 		return fmt.Errorf("invalid listen address %q: %w", c.Listen, err)
 	}
-	if !isLoopback(c.Listen) && !c.InsecureAllowPublicListen {
-		return fmt.Errorf("invalid listen address %q: not a loopback address (127.0.0.0/8, ::1, localhost); "+
-			"edgeapi serves the API without authentication (not built yet), so anyone who can reach it could read and change every object, Secrets included; "+
-			"to listen there anyway, add --insecure-allow-public-listen", c.Listen)
+	modes := c.authorizationModes()
+	if len(modes) == 0 {
+		return fmt.Errorf("invalid authorization-mode %q: want a comma-separated list of RBAC, AlwaysAllow and AlwaysDeny", c.AuthorizationMode)
+	}
+	seen := map[string]bool{}
+	for _, m := range modes {
+		switch m {
+		case modeRBAC, modeAlwaysAllow, modeAlwaysDeny:
+		case "Node", "Webhook", "ABAC":
+			return fmt.Errorf("invalid authorization-mode %q: %s is not supported; want RBAC, AlwaysAllow or AlwaysDeny", c.AuthorizationMode, m)
+		default:
+			return fmt.Errorf("invalid authorization-mode %q: unknown mode %q; want RBAC, AlwaysAllow or AlwaysDeny", c.AuthorizationMode, m)
+		}
+		if seen[m] {
+			return fmt.Errorf("invalid authorization-mode %q: %s is listed twice", c.AuthorizationMode, m)
+		}
+		seen[m] = true
+	}
+	if !isLoopback(c.Listen) && modes[0] == modeAlwaysAllow && !c.InsecureAllowPublicListen {
+		return fmt.Errorf("invalid listen address %q: not a loopback address (127.0.0.0/8, ::1, localhost), and --authorization-mode=%s lets every client read and change every object, Secrets included; "+
+			"to listen there anyway, add --insecure-allow-public-listen", c.Listen, c.AuthorizationMode)
 	}
 	if c.InsecureListen != "" {
 		if _, _, err := net.SplitHostPort(c.InsecureListen); err != nil {

@@ -76,6 +76,13 @@ max-request-body: 1Mi
 			},
 		},
 		{
+			name: "auth flags",
+			args: []string{"--token-auth-file", "/etc/tokens.csv", "--anonymous-auth=false", "--authorization-mode", "RBAC,AlwaysDeny"},
+			want: func(c *serveConfig) {
+				c.TokenAuthFile, c.AnonymousAuth, c.AuthorizationMode = "/etc/tokens.csv", false, "RBAC,AlwaysDeny"
+			},
+		},
+		{
 			name: "json file",
 			args: []string{"--config", jsonFile},
 			want: func(c *serveConfig) { c.Listen, c.MaxRequestBody = "127.0.0.1:9443", 2048 },
@@ -159,36 +166,41 @@ max-request-body: 1Mi
 	}
 }
 
-// TestServeConfig_ValidateListen: plain HTTP without authentication is
-// served on a loopback address only, unless --insecure-allow-public-listen
+// TestServeConfig_ValidateListen: with RBAC (the default) any address may
+// be listened on; with AlwaysAllow, which lets every client do everything,
+// only a loopback address, unless --insecure-allow-public-listen
 // acknowledges it.
 func TestServeConfig_ValidateListen(t *testing.T) {
-	const wantErr = "not a loopback address (127.0.0.0/8, ::1, localhost); edgeapi serves the API without authentication"
+	const wantErr = "not a loopback address (127.0.0.0/8, ::1, localhost), and --authorization-mode=AlwaysAllow"
 	tests := []struct {
 		listen   string
+		mode     string
 		allow    bool
 		wantPass bool
 	}{
-		{"127.0.0.1:6443", false, true},
-		{"127.1.2.3:6443", false, true},
-		{"[::1]:6443", false, true},
-		{"localhost:6443", false, true},
-		{"127.0.0.1:0", false, true},
-		{"0.0.0.0:6443", false, false},
-		{"[::]:6443", false, false},
-		{":6443", false, false},
-		{"192.168.1.10:6443", false, false},
-		{"[fe80::1]:6443", false, false},
-		{"example.com:6443", false, false},
-		{"[::ffff:10.0.0.1]:6443", false, false},
-		{"0.0.0.0:6443", true, true},
-		{":6443", true, true},
-		{"192.168.1.10:6443", true, true},
+		{"127.0.0.1:6443", "AlwaysAllow", false, true},
+		{"127.1.2.3:6443", "AlwaysAllow", false, true},
+		{"[::1]:6443", "AlwaysAllow", false, true},
+		{"localhost:6443", "AlwaysAllow", false, true},
+		{"127.0.0.1:0", "AlwaysAllow", false, true},
+		{"0.0.0.0:6443", "AlwaysAllow", false, false},
+		{"[::]:6443", "AlwaysAllow", false, false},
+		{":6443", "AlwaysAllow", false, false},
+		{"192.168.1.10:6443", "AlwaysAllow", false, false},
+		{"[fe80::1]:6443", "AlwaysAllow", false, false},
+		{"example.com:6443", "AlwaysAllow", false, false},
+		{"[::ffff:10.0.0.1]:6443", "AlwaysAllow", false, false},
+		{"0.0.0.0:6443", "AlwaysAllow", true, true},
+		{":6443", "AlwaysAllow", true, true},
+		{"192.168.1.10:6443", "AlwaysAllow", true, true},
+		{"0.0.0.0:6443", "RBAC", false, true},
+		{"192.168.1.10:6443", "RBAC,AlwaysAllow", false, true},
+		{"192.168.1.10:6443", "AlwaysAllow,RBAC", false, false},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s allow=%v", tt.listen, tt.allow), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %s allow=%v", tt.listen, tt.mode, tt.allow), func(t *testing.T) {
 			c := defaultServeConfig()
-			c.Listen, c.InsecureAllowPublicListen = tt.listen, tt.allow
+			c.Listen, c.AuthorizationMode, c.InsecureAllowPublicListen = tt.listen, tt.mode, tt.allow
 			err := c.validate()
 			if tt.wantPass {
 				if err != nil {
@@ -210,6 +222,43 @@ func TestServeConfig_ValidateListen(t *testing.T) {
 			t.Errorf("InsecureAllowPublicListen = false, want true")
 		}
 	})
+}
+
+// TestServeConfig_ValidateAuthorizationMode: kube-apiserver's mode names,
+// in a comma-separated list; modes edgeapi does not have are refused by
+// name.
+func TestServeConfig_ValidateAuthorizationMode(t *testing.T) {
+	tests := []struct {
+		mode    string
+		wantErr string
+	}{
+		{"RBAC", ""},
+		{"AlwaysAllow", ""},
+		{"RBAC,AlwaysDeny", ""},
+		{" RBAC , AlwaysAllow ", ""},
+		{"", "want a comma-separated list"},
+		{",", "want a comma-separated list"},
+		{"Node,RBAC", "Node is not supported"},
+		{"Webhook", "Webhook is not supported"},
+		{"rbac", `unknown mode "rbac"`},
+		{"RBAC,RBAC", "RBAC is listed twice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			c := defaultServeConfig()
+			c.AuthorizationMode = tt.mode
+			err := c.validate()
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("validate() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
 }
 
 func TestExitCode(t *testing.T) {

@@ -114,20 +114,20 @@ func TestServe_DatabaseFileModes(t *testing.T) {
 }
 
 // TestServe_RefusesPublicListen: the binary exits non-zero, saying why,
-// when asked to listen on an address that is not loopback without
-// --insecure-allow-public-listen.
+// when asked to let every client do everything (AlwaysAllow) on an address
+// that is not loopback without --insecure-allow-public-listen.
 func TestServe_RefusesPublicListen(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "[::]:0"} {
 		t.Run(addr, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, edgeapiBinary(t), "serve", "--data-dir", t.TempDir(), "--listen", addr)
+			cmd := exec.CommandContext(ctx, edgeapiBinary(t), "serve", "--data-dir", t.TempDir(), "--listen", addr, "--authorization-mode", "AlwaysAllow")
 			out, err := cmd.CombinedOutput()
 			var exitErr *exec.ExitError
 			if !errors.As(err, &exitErr) || exitErr.ExitCode() == 0 {
 				t.Fatalf("edgeapi serve --listen %s: err = %v, want a non-zero exit; output:\n%s", addr, err, out)
 			}
-			for _, want := range []string{"not a loopback address", "without authentication", "--insecure-allow-public-listen"} {
+			for _, want := range []string{"not a loopback address", "AlwaysAllow lets every client", "--insecure-allow-public-listen"} {
 				if !strings.Contains(string(out), want) {
 					t.Errorf("output does not say %q:\n%s", want, out)
 				}

@@ -74,6 +74,7 @@ type daemon struct {
 	// saTokens issues ServiceAccount tokens (serviceaccounts/token) and
 	// authenticates them (saTokens.auth, for authn.Config.ExtraTokens).
 	saTokens *serviceAccountTokens
+	auth     *daemonAuth
 	// insecureLn serves plain HTTP (--insecure-listen); nil without it.
 	insecureLn net.Listener
 	srv        *http.Server
@@ -139,6 +140,12 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.tls, err = setupTLS(cfg, dataDir, d.ln.Addr(), log); err != nil {
 		return nil, err
 	}
+	if d.saTokens, err = setupServiceAccountTokens(cfg, dataDir, d.db, log); err != nil {
+		return nil, err
+	}
+	if d.auth, err = setupAuth(cfg, d.tls, d.saTokens.auth, log); err != nil {
+		return nil, err
+	}
 	if cfg.InsecureListen != "" {
 		if d.insecureLn, err = net.Listen("tcp", cfg.InsecureListen); err != nil {
 			return nil, fmt.Errorf("listen insecure: %w", err)
@@ -154,9 +161,6 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err
 	}
 	reg := registry.Builtin(builtinOpts)
-	if d.saTokens, err = setupServiceAccountTokens(cfg, dataDir, d.db, log); err != nil {
-		return nil, err
-	}
 
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,
@@ -168,6 +172,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		RequestTimeout:      time.Duration(cfg.RequestTimeout),
 		IdleTimeout:         DefaultIdleTimeout,
 		Tokens:              d.saTokens.issuer,
+		Authorizer:          d.auth.authorizer,
+		AdmitWrite:          d.auth.admitWrite(),
+		Extra:               map[string]http.Handler{statsPath: d.statsHandler()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create api server: %w", err)
@@ -218,14 +225,22 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		Logger:     log.Named("controller"),
 		// Custom resources are served from their CRDs.
 		CustomResourceKinds: registry.CustomResourceKinds,
+		RBAC:                d.auth.rbac,
 	})
 	d.ctrl.Start(context.WithoutCancel(ctx))
 	// As kube-apiserver's crd-informer-synced hook: not ready until the
 	// custom resources of every stored CRD are served.
 	d.api.AddReadyCheck("poststarthook/crd-informer-synced", d.ctrl.CRDsServed)
+	if d.auth.rbac != nil {
+		// As kube-apiserver's rbac/bootstrap-roles hook; and until the
+		// RBAC index holds the stored bindings, users would be refused.
+		d.api.AddReadyCheck("poststarthook/rbac/bootstrap-roles", d.ctrl.RBACBootstrapped)
+		d.api.AddReadyCheck("informer-sync-rbac", d.ctrl.RBACSynced)
+	}
 
 	d.srv = &http.Server{
-		Handler:           d.handler(d.api.Handler()),
+		Handler:           d.authenticated(d.api.Handler()),
+		ConnContext:       d.connContext,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
@@ -291,6 +306,12 @@ func (d *daemon) run(ctx context.Context) error {
 	select {
 	case <-d.ctrl.CRDsServedCh():
 	case <-ctx.Done():
+	}
+	if d.auth.rbac != nil {
+		select {
+		case <-d.ctrl.RBACReadyCh():
+		case <-ctx.Done():
+		}
 	}
 	d.notify(sddaemon.SdNotifyReady + "\nSTATUS=serving on " + d.ln.Addr().String())
 	d.log.Info("edgeapi serving",
@@ -404,13 +425,9 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 // Kubernetes API, which httpapi serves.
 const statsPath = "/debug/edgeapi/stats"
 
-// handler serves statsPath and passes every other request to api.
-func (d *daemon) handler(api http.Handler) http.Handler {
+// statsHandler serves statsPath.
+func (d *daemon) statsHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != statsPath {
-			api.ServeHTTP(w, r)
-			return
-		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)

@@ -54,9 +54,11 @@ func TestServingHosts(t *testing.T) {
 // tlsServer is an HTTPS server started the way serve starts its own.
 type tlsServer struct{ URL string }
 
-// serveWithTLS serves, with the TLS configuration setupTLS builds for cfg
-// and http.Server.ServeTLS as the daemon uses them, a handler that answers
-// with the protocol and the CN of the verified client certificate.
+// serveWithTLS serves, with the TLS configuration setupTLS builds for cfg,
+// the authenticator setupAuth builds, and http.Server.ServeTLS as the
+// daemon uses them, a handler that answers with the protocol and the user
+// the request authenticated as ("anonymous" without credentials), or
+// "401" when authentication failed.
 func serveWithTLS(t *testing.T, cfg serveConfig, dataDir string) (*tlsServer, *servingTLS) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -67,13 +69,21 @@ func serveWithTLS(t *testing.T, cfg serveConfig, dataDir string) (*tlsServer, *s
 	if err != nil {
 		t.Fatal(err)
 	}
+	auth, err := setupAuth(cfg, st, nil, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 {
-				fmt.Fprintf(w, "%s no client certificate", r.Proto)
-				return
+			u, ok, err := auth.authenticator.AuthenticateRequest(r)
+			switch {
+			case err != nil || !ok:
+				fmt.Fprintf(w, "%s 401", r.Proto)
+			case u.GetName() == "system:anonymous":
+				fmt.Fprintf(w, "%s anonymous", r.Proto)
+			default:
+				fmt.Fprintf(w, "%s %s", r.Proto, u.GetName())
 			}
-			fmt.Fprintf(w, "%s %s", r.Proto, r.TLS.VerifiedChains[0][0].Subject.CommonName)
 		}),
 		TLSConfig: st.config,
 		ErrorLog:  log.New(io.Discard, "", 0),
@@ -96,8 +106,9 @@ func get(t *testing.T, srv *tlsServer, tlsCfg *tls.Config) (string, error) {
 }
 
 // TestSetupTLS_ClientCertificates: the admin certificate of the generated
-// PKI verifies and its chain reaches handlers (over HTTP/2), a client
-// without a certificate is let in, and one from another CA is refused.
+// PKI authenticates as its CN (over HTTP/2), a client without a
+// certificate is anonymous, and one from another CA gets 401 (not a failed
+// handshake, as in kube-apiserver).
 func TestSetupTLS_ClientCertificates(t *testing.T) {
 	dataDir := t.TempDir()
 	srv, st := serveWithTLS(t, defaultServeConfig(), dataDir)
@@ -119,7 +130,7 @@ func TestSetupTLS_ClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "HTTP/2.0 no client certificate"; got != want {
+	if want := "HTTP/2.0 anonymous"; got != want {
 		t.Errorf("without a certificate: %q, want %q", got, want)
 	}
 
@@ -136,8 +147,12 @@ func TestSetupTLS_ClientCertificates(t *testing.T) {
 	force := func(c tls.Certificate) func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 		return func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &c, nil }
 	}
-	if got, err := get(t, srv, &tls.Config{RootCAs: roots, GetClientCertificate: force(foreign)}); err == nil {
-		t.Errorf("a certificate of another CA got %q, want a handshake error", got)
+	got, err = get(t, srv, &tls.Config{RootCAs: roots, GetClientCertificate: force(foreign)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "HTTP/2.0 401"; got != want {
+		t.Errorf("with a certificate of another CA: %q, want %q", got, want)
 	}
 }
 
@@ -168,7 +183,11 @@ func TestSetupTLS_CustomFiles(t *testing.T) {
 	}
 	generatedAdmin, _ := tls.X509KeyPair(st.bundle.AdminCert, st.bundle.AdminKey)
 	force := func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &generatedAdmin, nil }
-	if got, err := get(t, srv, &tls.Config{RootCAs: roots, GetClientCertificate: force}); err == nil {
-		t.Errorf("the generated admin certificate got %q with --client-ca-file naming another CA, want a handshake error", got)
+	got, err = get(t, srv, &tls.Config{RootCAs: roots, GetClientCertificate: force})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "HTTP/2.0 401"; got != want {
+		t.Errorf("the generated admin certificate with --client-ca-file naming another CA: %q, want %q", got, want)
 	}
 }

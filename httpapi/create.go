@@ -121,6 +121,9 @@ func (s *Server) handleCreate(r *request) error {
 // For a dry run nothing is stored and the returned store.Object is empty.
 func (s *Server) createObject(ctx context.Context, r *request, obj runtime.Object, manager string, dryRun bool) (runtime.Object, store.Object, error) {
 	k := r.kind
+	if err := s.admitWrite(ctx, obj, nil); err != nil {
+		return nil, store.Object{}, err
+	}
 	m := registry.Accessor(obj)
 	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
 		return nil, store.Object{}, err

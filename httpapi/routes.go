@@ -20,6 +20,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.routeError
+	e.Pre(s.authorizeRequests)
 	e.Use(s.logRequests)
 	e.Use(s.boundLargeBodies)
 	e.Any("/api", getOnly(s.serveAPIVersions))
@@ -37,6 +38,9 @@ func (s *Server) routes() *echo.Echo {
 	e.Any("/healthz/*", s.serveHealth)
 	e.Any("/livez/*", s.serveHealth)
 	e.Any("/readyz/*", s.serveHealth)
+	for path, h := range s.cfg.Extra {
+		e.Any(path, echo.WrapHandler(h))
+	}
 	e.RouteNotFound("/*", s.notFound)
 	return e
 }

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -73,6 +75,23 @@ type Config struct {
 	// Tokens signs the tokens of the serviceaccounts/token subresource;
 	// nil leaves the subresource unserved (404).
 	Tokens TokenIssuer
+	// Authorizer decides every request before it is routed, as
+	// kube-apiserver's authorization filter does: one it does not allow
+	// gets 403, whether or not the object exists. The user is the one
+	// authentication in front of Handler put in the request's context
+	// (authn.WithUser); a request without one gets 401. Nil serves every
+	// request without asking.
+	Authorizer authorizer.Authorizer
+	// AdmitWrite, when set, is asked about each create (old nil) and
+	// update of an object made by a user's request, with the new object
+	// before validation; an error refuses the write. Writes of the
+	// controllers (no user in their context) are not asked. The RBAC
+	// escalation checks are one.
+	AdmitWrite func(ctx context.Context, u user.Info, obj, old runtime.Object) error
+	// Extra are handlers served at exact paths outside the Kubernetes
+	// API (the daemon's own figures), behind the same authorization:
+	// RBAC lets a user reach one through nonResourceURLs.
+	Extra map[string]http.Handler
 }
 
 // Server is the API server. Create it with New, call Start, serve Handler,
@@ -276,4 +295,16 @@ func (s *Server) UpdateObject(ctx context.Context, k *registry.Kind, namespace, 
 		Resource: k.Resource, Namespace: namespace, Name: name, Subresource: subresource}}
 	res, err := s.guaranteedUpdate(ctx, r, subresource, manager, false, fn)
 	return res.deleted, err
+}
+
+// CreateObject creates obj, of kind k, as a POST by manager would: field
+// management, the strategy and validation run on it. Errors are Status
+// errors, AlreadyExists included. It is how the controllers create
+// (controller.Objects).
+func (s *Server) CreateObject(ctx context.Context, k *registry.Kind, obj runtime.Object, manager string) error {
+	m := registry.Accessor(obj)
+	r := &request{kind: k, ri: requestInfo{Verb: "create", Group: k.GVK.Group, Version: k.GVK.Version,
+		Resource: k.Resource, Namespace: m.GetNamespace()}}
+	_, _, err := s.createObject(ctx, r, obj, manager, false)
+	return err
 }

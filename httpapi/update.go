@@ -158,6 +158,9 @@ func (s *Server) beforeUpdate(ctx context.Context, r *request, obj, old runtime.
 		}
 		obj = fm.UpdateNoErrors(old, obj, manager)
 	}
+	if err := s.admitWrite(ctx, obj, old); err != nil {
+		return nil, nil, err
+	}
 	m, om := registry.Accessor(obj), registry.Accessor(old)
 	if err := checkNamespace(k, m, r.ri.Namespace); err != nil {
 		return nil, nil, err

@@ -9,7 +9,10 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -195,4 +198,56 @@ func compactString(r rbacv1.PolicyRule) string {
 	add("ResourceNames", r.ResourceNames)
 	add("Verbs", r.Verbs)
 	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// AdmitWrite is the escalation check of a create (old nil) or update by u
+// of an RBAC object, for the API's write path (httpapi.Config.AdmitWrite);
+// other objects pass. As kube-apiserver does, an update that changes only
+// what garbage collection writes (finalizers, owner references) is not
+// checked, nor is an update of a ClusterRole by the aggregation controller
+// (which runs without a user).
+func (a *Authorizer) AdmitWrite(ctx context.Context, u user.Info, obj, old runtime.Object) error {
+	if old != nil && onlyGCFieldsChange(obj, old) {
+		return nil
+	}
+	switch o := obj.(type) {
+	case *rbacv1.Role:
+		return a.CheckRoleWrite(ctx, u, o.Namespace, o.Name, o.Rules, false)
+	case *rbacv1.ClusterRole:
+		aggregation := o.AggregationRule != nil
+		if prev, ok := old.(*rbacv1.ClusterRole); ok && prev.AggregationRule != nil {
+			aggregation = true
+		}
+		return a.CheckRoleWrite(ctx, u, "", o.Name, o.Rules, aggregation)
+	case *rbacv1.RoleBinding:
+		return a.CheckBindingWrite(ctx, u, o.Namespace, o.Name, o.RoleRef)
+	case *rbacv1.ClusterRoleBinding:
+		return a.CheckBindingWrite(ctx, u, "", o.Name, o.RoleRef)
+	}
+	return nil
+}
+
+// onlyGCFieldsChange reports whether obj differs from old only in its
+// finalizers, owner references, and the metadata the server maintains
+// (managedFields, resourceVersion, generation, uid, creation timestamp),
+// as kube-apiserver's IsOnlyMutatingGCFields does.
+func onlyGCFieldsChange(obj, old runtime.Object) bool {
+	om, err := apimeta.Accessor(old)
+	if err != nil {
+		return false
+	}
+	cp := obj.DeepCopyObject()
+	m, err := apimeta.Accessor(cp)
+	if err != nil {
+		return false
+	}
+	m.SetFinalizers(om.GetFinalizers())
+	m.SetOwnerReferences(om.GetOwnerReferences())
+	m.SetManagedFields(om.GetManagedFields())
+	m.SetResourceVersion(om.GetResourceVersion())
+	m.SetGeneration(om.GetGeneration())
+	m.SetUID(om.GetUID())
+	m.SetCreationTimestamp(om.GetCreationTimestamp())
+	cp.GetObjectKind().SetGroupVersionKind(old.GetObjectKind().GroupVersionKind())
+	return equality.Semantic.DeepEqual(cp, old)
 }
