@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 // defaultIssuer is edgeapi's default --service-account-issuer.
@@ -330,4 +332,168 @@ func TestServiceAccount_Flags(t *testing.T) {
 	if key2, _ := os.ReadFile(keyPath); !bytes.Equal(key1, key2) || header1["kid"] != header2["kid"] {
 		t.Errorf("the signing key changed across a restart (kid %v, then %v)", header1["kid"], header2["kid"])
 	}
+}
+
+// tokenKubeconfig writes a kubeconfig for d (over TLS) that authenticates
+// with token alone, and returns its path.
+func tokenKubeconfig(t *testing.T, d *Daemon, token string) string {
+	t.Helper()
+	ca := base64.StdEncoding.EncodeToString(d.RESTConfig().CAData)
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: edgeapi
+  cluster: {server: %q, certificate-authority-data: %s}
+users:
+- name: sa
+  user: {token: %q}
+contexts:
+- name: sa
+  context: {cluster: edgeapi, user: sa}
+current-context: sa
+`, d.URL, ca, strings.TrimSpace(token))
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// kubectlAs runs kubectl with the kubeconfig at path.
+func kubectlAs(t *testing.T, d *Daemon, path string, args ...string) KubectlResult {
+	t.Helper()
+	stdout, stderr, code := runTool(t, kubectlBin.Path(t), append([]string{"--kubeconfig", path}, args...), []string{"HOME=" + t.TempDir(), "KUBECONFIG="}, "")
+	return KubectlResult{Args: args, Stdout: stdout, Stderr: stderr, ExitCode: code}
+}
+
+// getWithToken sends GET path to d with the bearer token and no client
+// certificate, and returns the status code and the Status, if any.
+func getWithToken(t *testing.T, d *Daemon, path, token string) (int, metav1.Status) {
+	t.Helper()
+	cfg := rest.AnonymousClientConfig(d.RESTConfig())
+	c, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, d.URL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s: %v", path, err)
+	}
+	defer resp.Body.Close()
+	var s metav1.Status
+	b, _ := io.ReadAll(resp.Body)
+	_ = json.Unmarshal(b, &s)
+	return resp.StatusCode, s
+}
+
+// TestServiceAccount_Authenticates uses tokens from `kubectl create token`
+// over TLS: the ServiceAccount is its user for RBAC (403 naming it until a
+// RoleBinding, 200 after), and its tokens get 401 once it, or the Secret a
+// token is bound to, is deleted, or when they are for another audience.
+func TestServiceAccount_Authenticates(t *testing.T) {
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	cs := d.Clientset()
+	ctx := context.Background()
+	createNamespace(t, cs, "team")
+	d.MustKubectl("create", "sa", "bot", "-n", "team")
+	d.MustKubectl("create", "secret", "generic", "creds", "-n", "team", "--from-literal=k=v")
+	token := d.MustKubectl("create", "token", "bot", "-n", "team").Stdout
+	kc := tokenKubeconfig(t, d, token)
+	const listCMs = "/api/v1/namespaces/team/configmaps"
+
+	t.Run("forbidden until bound", func(t *testing.T) {
+		res := kubectlAs(t, d, kc, "get", "configmaps", "-n", "team")
+		want := `configmaps is forbidden: User "system:serviceaccount:team:bot" cannot list resource "configmaps" in API group "" in the namespace "team"`
+		if res.ExitCode == 0 || !strings.Contains(res.Stderr, want) {
+			t.Fatalf("got %s, want an error containing %q", res, want)
+		}
+		if code, s := getWithToken(t, d, listCMs, token); code != http.StatusForbidden || s.Message != want {
+			t.Errorf("got %d %q, want 403 %q", code, s.Message, want)
+		}
+	})
+
+	t.Run("allowed by a RoleBinding", func(t *testing.T) {
+		d.MustKubectl("create", "role", "cm-reader", "-n", "team", "--verb=get,list", "--resource=configmaps")
+		d.MustKubectl("create", "rolebinding", "bot-reads", "-n", "team", "--role=cm-reader", "--serviceaccount=team:bot")
+		// The authorizer follows the store's watch: wait for it.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			res := kubectlAs(t, d, kc, "get", "configmaps", "-n", "team", "-o", "name")
+			if res.ExitCode == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still refused after the RoleBinding: %s", res)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if code, s := getWithToken(t, d, listCMs, token); code != http.StatusOK {
+			t.Errorf("got %d %q, want 200", code, s.Message)
+		}
+		// Only what the Role grants.
+		if code, _ := getWithToken(t, d, "/api/v1/namespaces/team/secrets", token); code != http.StatusForbidden {
+			t.Errorf("list secrets: got %d, want 403", code)
+		}
+	})
+
+	t.Run("another audience", func(t *testing.T) {
+		tok := d.MustKubectl("create", "token", "bot", "-n", "team", "--audience", "vault").Stdout
+		if code, s := getWithToken(t, d, listCMs, tok); code != http.StatusUnauthorized || s.Reason != metav1.StatusReasonUnauthorized {
+			t.Errorf("got %d %s, want 401 Unauthorized", code, s.Reason)
+		}
+	})
+
+	t.Run("another server's key", func(t *testing.T) {
+		other := StartDaemon(t)
+		other.MustKubectl("create", "sa", "bot", "-n", "default")
+		tok := other.MustKubectl("create", "token", "bot", "-n", "default").Stdout
+		if code, _ := getWithToken(t, d, "/api/v1/namespaces/default/configmaps", tok); code != http.StatusUnauthorized {
+			t.Errorf("got %d, want 401", code)
+		}
+	})
+
+	t.Run("bound secret deleted", func(t *testing.T) {
+		tok := d.MustKubectl("create", "token", "bot", "-n", "team", "--bound-object-kind", "Secret", "--bound-object-name", "creds").Stdout
+		if code, _ := getWithToken(t, d, listCMs, tok); code != http.StatusOK {
+			t.Fatalf("before the delete: got %d, want 200", code)
+		}
+		d.MustKubectl("delete", "secret", "creds", "-n", "team")
+		if code, _ := getWithToken(t, d, listCMs, tok); code != http.StatusUnauthorized {
+			t.Errorf("after the delete: got %d, want 401", code)
+		}
+		// The unbound token still works.
+		if code, _ := getWithToken(t, d, listCMs, token); code != http.StatusOK {
+			t.Errorf("unbound token: got %d, want 200", code)
+		}
+	})
+
+	t.Run("service account deleted and recreated", func(t *testing.T) {
+		d.MustKubectl("delete", "sa", "bot", "-n", "team")
+		res := kubectlAs(t, d, kc, "get", "configmaps", "-n", "team")
+		// kubectl's wording of a 401.
+		if res.ExitCode == 0 || !strings.Contains(res.Stderr, "You must be logged in to the server (the server has asked for the client to provide credentials)") {
+			t.Errorf("after the delete: got %s, want kubectl's 401 error", res)
+		}
+		if code, _ := getWithToken(t, d, listCMs, token); code != http.StatusUnauthorized {
+			t.Errorf("after the delete: got %d, want 401", code)
+		}
+		// A new ServiceAccount of the same name has another uid: the
+		// old token stays refused, a new one works.
+		if _, err := cs.CoreV1().ServiceAccounts("team").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "bot"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := getWithToken(t, d, listCMs, token); code != http.StatusUnauthorized {
+			t.Errorf("after the re-create: got %d, want 401", code)
+		}
+		tok := d.MustKubectl("create", "token", "bot", "-n", "team").Stdout
+		if code, _ := getWithToken(t, d, listCMs, tok); code != http.StatusOK {
+			t.Errorf("new token: got %d, want 200", code)
+		}
+	})
 }
