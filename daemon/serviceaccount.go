@@ -3,6 +3,8 @@ package main
 import (
 	"crypto"
 	"fmt"
+	"net/http"
+	"net/url"
 	"path/filepath"
 	"time"
 
@@ -19,13 +21,18 @@ type serviceAccountTokens struct {
 	// auth authenticates ServiceAccount bearer tokens; it belongs in
 	// authn.Config.ExtraTokens.
 	auth *serviceaccount.Authenticator
+	// discovery serves the issuer discovery documents
+	// (/.well-known/openid-configuration, /openid/v1/jwks); nil when the
+	// issuer is not an https URL, as kube-apiserver then serves none.
+	discovery map[string]http.Handler
 }
 
 // setupServiceAccountTokens loads the signing key (--service-account-
 // signing-key-file, or <data-dir>/pki/sa.key, generated on first start)
 // and the extra verification keys, and builds the issuer and the
-// authenticator over db.
-func setupServiceAccountTokens(cfg serveConfig, dataDir string, db *store.DB, log *zap.Logger) (*serviceAccountTokens, error) {
+// authenticator over db, and the issuer discovery documents, whose
+// jwks_uri is on addr (host:port).
+func setupServiceAccountTokens(cfg serveConfig, dataDir, addr string, db *store.DB, log *zap.Logger) (*serviceAccountTokens, error) {
 	var key crypto.Signer
 	var err error
 	if cfg.ServiceAccountSigningKeyFile != "" {
@@ -71,6 +78,11 @@ func setupServiceAccountTokens(cfg serveConfig, dataDir string, db *store.DB, lo
 		Objects:      db,
 	}); err != nil {
 		return nil, fmt.Errorf("set up service account tokens: %w", err)
+	}
+	jwksURI := (&url.URL{Scheme: "https", Host: addr, Path: serviceaccount.JWKSPath}).String()
+	if t.discovery, err = serviceaccount.DiscoveryHandlers(issuers[0], jwksURI, keys); err != nil {
+		log.Info("service account issuer discovery not served", zap.Error(err))
+		t.discovery = nil
 	}
 	return t, nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -367,7 +368,8 @@ func kubectlAs(t *testing.T, d *Daemon, path string, args ...string) KubectlResu
 }
 
 // getWithToken sends GET path to d with the bearer token and no client
-// certificate, and returns the status code and the Status, if any.
+// certificate (none at all when token is empty: anonymous), and returns
+// the status code and the Status, if any.
 func getWithToken(t *testing.T, d *Daemon, path, token string) (int, metav1.Status) {
 	t.Helper()
 	cfg := rest.AnonymousClientConfig(d.RESTConfig())
@@ -379,7 +381,9 @@ func getWithToken(t *testing.T, d *Daemon, path, token string) (int, metav1.Stat
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
+	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {
@@ -496,4 +500,53 @@ func TestServiceAccount_Authenticates(t *testing.T) {
 			t.Errorf("new token: got %d, want 200", code)
 		}
 	})
+}
+
+// TestServiceAccount_IssuerDiscovery reads the OpenID configuration and
+// the key set kube-apiserver publishes for its ServiceAccount issuer, and
+// verifies a token from kubectl create token with the published key.
+func TestServiceAccount_IssuerDiscovery(t *testing.T) {
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	res := doRaw(t, d, http.MethodGet, "/.well-known/openid-configuration", "", "", nil)
+	if res.Status != http.StatusOK || res.Header.Get("Content-Type") != "application/json" || res.Header.Get("Cache-Control") != "public, max-age=3600" {
+		t.Fatalf("got %d %v %s", res.Status, res.Header, res.Body)
+	}
+	want := fmt.Sprintf(`{"issuer":%q,"jwks_uri":"https://%s/openid/v1/jwks","response_types_supported":["id_token"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256"]}`, defaultIssuer, d.Addr)
+	if string(res.Body) != want {
+		t.Errorf("openid-configuration:\n got %s\nwant %s", res.Body, want)
+	}
+
+	res = doRaw(t, d, http.MethodGet, "/openid/v1/jwks", "", "", nil)
+	if res.Status != http.StatusOK || res.Header.Get("Content-Type") != "application/jwk-set+json" {
+		t.Fatalf("got %d %v %s", res.Status, res.Header, res.Body)
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(res.Body, &set); err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Keys) != 1 || !set.Keys[0].IsPublic() || set.Keys[0].Use != "sig" || set.Keys[0].Algorithm != "ES256" {
+		t.Fatalf("keys %s", res.Body)
+	}
+
+	createNamespace(t, d.Clientset(), "team")
+	d.MustKubectl("create", "sa", "bot", "-n", "team")
+	token := strings.TrimSpace(d.MustKubectl("create", "token", "bot", "-n", "team").Stdout)
+	header, _ := jwtParts(t, token)
+	if header["kid"] != set.Keys[0].KeyID {
+		t.Errorf("token kid %v, published kid %s", header["kid"], set.Keys[0].KeyID)
+	}
+	jws, err := jose.ParseSigned(token, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := jws.Verify(set.Keys[0].Key); err != nil {
+		t.Errorf("the token does not verify with the published key: %v", err)
+	}
+
+	// Anonymous requests are refused, as by kube-apiserver, whose
+	// system:service-account-issuer-discovery binding names only
+	// system:serviceaccounts.
+	if code, s := getWithToken(t, d, "/openid/v1/jwks", ""); code != http.StatusForbidden || s.Message != `forbidden: User "system:anonymous" cannot get path "/openid/v1/jwks"` {
+		t.Errorf("anonymous: got %d %q, want 403", code, s.Message)
+	}
 }

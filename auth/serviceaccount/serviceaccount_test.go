@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"k8s.io/apiserver/pkg/authentication/user"
 
 	"github.com/edgeapi/edgeapi/store"
@@ -468,4 +469,69 @@ func TestEnsureKey(t *testing.T) {
 			t.Errorf("got %v", keys)
 		}
 	})
+}
+
+func TestDiscoveryDocuments(t *testing.T) {
+	ec := newKey(t)
+	rs := mustRSA(t)
+	config, keyset, err := DiscoveryDocuments(testIssuer, "https://127.0.0.1:6443/openid/v1/jwks", []crypto.PublicKey{ec.Public(), rs.Public()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"issuer":"https://kubernetes.default.svc.cluster.local","jwks_uri":"https://127.0.0.1:6443/openid/v1/jwks","response_types_supported":["id_token"],"subject_types_supported":["public"],"id_token_signing_alg_values_supported":["ES256","RS256"]}`
+	if string(config) != want {
+		t.Errorf("config:\n got %s\nwant %s", config, want)
+	}
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(keyset, &set); err != nil {
+		t.Fatal(err)
+	}
+	ecKid, _ := KeyID(ec.Public())
+	if len(set.Keys) != 2 || set.Keys[0]["kid"] != ecKid || set.Keys[0]["alg"] != "ES256" || set.Keys[0]["use"] != "sig" || set.Keys[0]["kty"] != "EC" ||
+		set.Keys[1]["kty"] != "RSA" || set.Keys[1]["alg"] != "RS256" {
+		t.Errorf("keyset %s", keyset)
+	}
+	if _, ok := set.Keys[0]["d"]; ok {
+		t.Error("the keyset holds a private key")
+	}
+
+	t.Run("a token verifies with the published key", func(t *testing.T) {
+		f := newFixture(t, ec)
+		tok := f.issue(t, Request{})
+		var pub struct {
+			Keys []json.RawMessage `json:"keys"`
+		}
+		_ = json.Unmarshal(keyset, &pub)
+		a, err := NewAuthenticator(AuthenticatorConfig{Issuers: []string{testIssuer}, Keys: []crypto.PublicKey{parseJWK(t, pub.Keys[0])}, Objects: f.objs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.now = func() time.Time { return t0 }
+		if _, ok, err := a.AuthenticateToken(context.Background(), tok); !ok || err != nil {
+			t.Errorf("got ok %v err %v", ok, err)
+		}
+	})
+
+	for _, tt := range []struct{ iss, jwks string }{
+		{"http://insecure.example", "https://x/openid/v1/jwks"},
+		{"https://a.example?q=1", "https://x/openid/v1/jwks"},
+		{"https://a.example#f", "https://x/openid/v1/jwks"},
+		{"kubernetes", "https://x/openid/v1/jwks"},
+		{testIssuer, "http://x/openid/v1/jwks"},
+	} {
+		if _, _, err := DiscoveryDocuments(tt.iss, tt.jwks, []crypto.PublicKey{ec.Public()}); err == nil {
+			t.Errorf("DiscoveryDocuments(%q, %q): got no error", tt.iss, tt.jwks)
+		}
+	}
+}
+
+func parseJWK(t *testing.T, b []byte) crypto.PublicKey {
+	t.Helper()
+	var k jose.JSONWebKey
+	if err := k.UnmarshalJSON(b); err != nil {
+		t.Fatal(err)
+	}
+	return k.Key
 }
