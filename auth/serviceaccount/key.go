@@ -27,10 +27,12 @@ const KeyFileName = "sa.key"
 // replaced, so tokens issued before a restart stay valid.
 //
 // ECDSA P-256 (ES256) rather than the RSA key kubeadm generates:
-// kube-apiserver signs with either; a P-256 key is generated at once even on
-// a small ARM board (RSA-2048 takes from a tenth of a second to seconds
-// there), signs about twenty times faster, and its tokens are 300 bytes
-// shorter; it is also the algorithm of the rest of edgeapi's PKI.
+// kube-apiserver signs with either. On the 2-core test machine (load
+// average 5) a P-256 key is generated in 15 µs against 64 ms for RSA-2048
+// (seconds on a small ARM board), signs in 32 µs against 1.06 ms, and
+// makes tokens 256 bytes shorter; it verifies in 75 µs against 33 µs, which
+// the Authenticator pays once per token (it caches verified signatures).
+// The rest of edgeapi's PKI is P-256 too.
 func EnsureKey(path string) (key crypto.Signer, created bool, err error) {
 	key, err = LoadPrivateKey(path)
 	if err == nil {
