@@ -33,6 +33,7 @@ max-request-body: 1Mi
 	jsonFile := write("config.json", `{"listen": "127.0.0.1:9443", "max-request-body": 2048}`)
 	typoFile := write("typo.yaml", "listen: 127.0.0.1:1\nlog_level: debug\n")
 	badDuration := write("bad.yaml", "event-ttl: 3600\n")
+	saFile := write("sa.yaml", "service-account-issuer: [https://a.example, https://b.example]\napi-audiences: [x]\nservice-account-max-token-expiration: 2h\n")
 
 	defaults := defaultServeConfig()
 	tests := []struct {
@@ -133,6 +134,24 @@ max-request-body: 1Mi
 				c.ServiceAccountKeyFile.values = []string{"/etc/old.pub"}
 				c.ServiceAccountMaxTokenExpiration = duration(24 * time.Hour)
 				c.APIAudiences.values = []string{"x", "y"}
+			},
+		},
+		{
+			name: "service account lists in the file",
+			args: []string{"--config", saFile},
+			want: func(c *serveConfig) {
+				c.ServiceAccountIssuer.values = []string{"https://a.example", "https://b.example"}
+				c.APIAudiences.values = []string{"x"}
+				c.ServiceAccountMaxTokenExpiration = duration(2 * time.Hour)
+			},
+		},
+		{
+			name: "a flag replaces the file's list",
+			args: []string{"--service-account-issuer", "https://c.example", "--config", saFile, "--service-account-issuer", "https://d.example"},
+			want: func(c *serveConfig) {
+				c.ServiceAccountIssuer.values = []string{"https://c.example", "https://d.example"}
+				c.APIAudiences.values = []string{"x"}
+				c.ServiceAccountMaxTokenExpiration = duration(2 * time.Hour)
 			},
 		},
 		{name: "issuer not a URL", args: []string{"--service-account-issuer", "https//:x y"}, wantErr: "invalid service-account-issuer"},
