@@ -19,7 +19,10 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // defaultIssuer is edgeapi's default --service-account-issuer.
@@ -548,5 +551,71 @@ func TestServiceAccount_IssuerDiscovery(t *testing.T) {
 	// system:serviceaccounts.
 	if code, s := getWithToken(t, d, "/openid/v1/jwks", ""); code != http.StatusForbidden || s.Message != `forbidden: User "system:anonymous" cannot get path "/openid/v1/jwks"` {
 		t.Errorf("anonymous: got %d %q, want 403", code, s.Message)
+	}
+}
+
+// TestServiceAccount_Informer runs a client-go ConfigMap informer as a
+// ServiceAccount that may only list and watch ConfigMaps in its
+// namespace: it syncs and sees a ConfigMap created afterwards, while the
+// same token is refused elsewhere.
+func TestServiceAccount_Informer(t *testing.T) {
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	admin := d.Clientset()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	createNamespace(t, admin, "apps")
+	createNamespace(t, admin, "other")
+	d.MustKubectl("create", "sa", "watcher", "-n", "apps")
+	d.MustKubectl("create", "role", "cm-watch", "-n", "apps", "--verb=list,watch", "--resource=configmaps")
+	d.MustKubectl("create", "rolebinding", "watcher", "-n", "apps", "--role=cm-watch", "--serviceaccount=apps:watcher")
+	tr, err := admin.CoreV1().ServiceAccounts("apps").CreateToken(ctx, "watcher", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create token: %v", err)
+	}
+	cfg := rest.AnonymousClientConfig(d.RESTConfig())
+	cfg.BearerToken = tr.Status.Token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	seen := make(chan string, 16)
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace("apps"))
+	inf := factory.Core().V1().ConfigMaps().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok {
+			seen <- cm.Name
+		}
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	factory.Start(stop)
+	defer func() {
+		close(stop)
+		factory.Shutdown()
+	}()
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatal("the informer did not sync")
+	}
+	if _, err := admin.CoreV1().ConfigMaps("apps").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "settings"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case name := <-seen:
+		if name != "settings" {
+			t.Errorf("informer saw %q, want settings", name)
+		}
+	case <-ctx.Done():
+		t.Fatal("the informer did not see the new ConfigMap")
+	}
+
+	_, err = cs.CoreV1().ConfigMaps("other").List(ctx, metav1.ListOptions{})
+	if s := apiStatus(t, err); s.Code != http.StatusForbidden {
+		t.Errorf("list in another namespace: got %d, want 403", s.Code)
+	}
+	_, err = cs.CoreV1().ConfigMaps("apps").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{})
+	if s := apiStatus(t, err); s.Code != http.StatusForbidden || s.Message != `configmaps is forbidden: User "system:serviceaccount:apps:watcher" cannot create resource "configmaps" in API group "" in the namespace "apps"` {
+		t.Errorf("create: got %d %q, want kube's 403", s.Code, s.Message)
 	}
 }
