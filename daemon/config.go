@@ -154,19 +154,19 @@ type serveConfig struct {
 	InsecureListen string `json:"insecure-listen"`
 	// ServiceAccountIssuer are the "iss" values of ServiceAccount tokens:
 	// the first is written into new tokens, all are accepted.
-	ServiceAccountIssuer stringList `json:"service-account-issuer"`
+	ServiceAccountIssuer configList `json:"service-account-issuer"`
 	// ServiceAccountSigningKeyFile, when set, is the PEM private key that
 	// signs ServiceAccount tokens instead of <data-dir>/pki/sa.key.
 	ServiceAccountSigningKeyFile string `json:"service-account-signing-key-file"`
 	// ServiceAccountKeyFile are PEM files of further public keys that
 	// verify ServiceAccount tokens (keys being rotated out).
-	ServiceAccountKeyFile stringList `json:"service-account-key-file"`
+	ServiceAccountKeyFile configList `json:"service-account-key-file"`
 	// ServiceAccountMaxTokenExpiration, when set, caps the lifetime of
 	// the tokens TokenRequests ask for.
 	ServiceAccountMaxTokenExpiration duration `json:"service-account-max-token-expiration"`
 	// APIAudiences are the audiences of the API: a token must name one
 	// of them (empty: the ServiceAccountIssuer values).
-	APIAudiences stringList `json:"api-audiences"`
+	APIAudiences configList `json:"api-audiences"`
 	// TokenAuthFile is kube-apiserver's --token-auth-file: a CSV file of
 	// static bearer tokens (token,user,uid,"group1,group2").
 	TokenAuthFile string `json:"token-auth-file"`
@@ -237,7 +237,7 @@ func defaultServeConfig() serveConfig {
 		ServiceClusterIPRange: DefaultServiceClusterIPRange,
 		ServiceNodePortRange:  DefaultServiceNodePortRange,
 		TLSMinVersion:         DefaultTLSMinVersion,
-		ServiceAccountIssuer:  stringList{values: []string{DefaultServiceAccountIssuer}},
+		ServiceAccountIssuer:  configList{values: []string{DefaultServiceAccountIssuer}},
 		AnonymousAuth:         true,
 		AuthorizationMode:     DefaultAuthorizationMode,
 	}
@@ -509,18 +509,18 @@ func (b *byteSize) UnmarshalJSON(data []byte) error {
 	return b.Set(s)
 }
 
-// stringList is a list of strings given as a flag that may be repeated,
+// configList is a list of strings given as a flag that may be repeated,
 // each value split at commas, or as a list in the config file. The first
 // flag replaces the default or the file's list; later ones add to it.
-type stringList struct {
+type configList struct {
 	values []string
 	// fromFlag is set once a flag has replaced the list.
 	fromFlag bool
 }
 
-func (l *stringList) String() string { return strings.Join(l.values, ",") }
+func (l *configList) String() string { return strings.Join(l.values, ",") }
 
-func (l *stringList) Set(s string) error {
+func (l *configList) Set(s string) error {
 	if !l.fromFlag {
 		l.values, l.fromFlag = nil, true
 	}
@@ -532,9 +532,9 @@ func (l *stringList) Set(s string) error {
 	return nil
 }
 
-func (l stringList) MarshalJSON() ([]byte, error) { return json.Marshal(l.values) }
+func (l configList) MarshalJSON() ([]byte, error) { return json.Marshal(l.values) }
 
-func (l *stringList) UnmarshalJSON(b []byte) error {
+func (l *configList) UnmarshalJSON(b []byte) error {
 	var v []string
 	if err := json.Unmarshal(b, &v); err != nil {
 		return fmt.Errorf("want a list of strings: %s", b)

@@ -175,7 +175,7 @@ max-request-body: 1Mi
 			want := defaults
 			tt.want(&want)
 			// Which lists a flag set is no part of the configuration.
-			for _, l := range []*stringList{&got.ServiceAccountIssuer, &got.ServiceAccountKeyFile, &got.APIAudiences} {
+			for _, l := range []*configList{&got.ServiceAccountIssuer, &got.ServiceAccountKeyFile, &got.APIAudiences} {
 				l.fromFlag = false
 			}
 			if !reflect.DeepEqual(got, want) {

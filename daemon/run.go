@@ -20,6 +20,7 @@ type command struct {
 // commands lists the subcommands in the order the usage text shows them.
 var commands = []command{
 	{"serve", "serve the Kubernetes resource API", runServe},
+	{"kubeconfig", "issue a client certificate for a user and groups, and write a kubeconfig that uses it", runKubeconfig},
 	{"rewrite-secrets", "re-encrypt stored Secrets with the first key (offline, after a key rotation)", runRewriteSecrets},
 	{"version", "print version information", runVersion},
 }

@@ -68,7 +68,14 @@ func TestAPIDiff(t *testing.T) {
 					t.Fatalf("missing apidiff file: %v", err)
 				}
 			}
-			d := StartDaemon(t)
+			// As the golden transcripts were recorded: over TLS, with
+			// RBAC, a token-auth-file admin in system:masters and a
+			// user alice with no bindings.
+			tokens := filepath.Join(t.TempDir(), "tokens.csv")
+			if err := os.WriteFile(tokens, []byte("x,admin,admin-uid,\"system:masters\"\ny,alice,alice-uid\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d := StartDaemon(t, DaemonOptions{TLS: true, Args: []string{"--token-auth-file", tokens, "--authorization-mode", "RBAC"}})
 
 			// A hang guard: scenarios take seconds.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

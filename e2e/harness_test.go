@@ -299,6 +299,16 @@ func (d *Daemon) waitReady() error {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			last = fmt.Sprintf("GET /readyz: %d %q", resp.StatusCode, body)
+			if resp.StatusCode == http.StatusUnauthorized && d.TLS {
+				// --anonymous-auth=false: ask as the admin of the
+				// kubeconfig, once it is written.
+				if cfg, err := clientcmd.BuildConfigFromFlags("", d.Kubeconfig); err == nil {
+					if c, err := rest.HTTPClientFor(cfg); err == nil {
+						c.Timeout = 2 * time.Second
+						client = c
+					}
+				}
+			}
 			if resp.StatusCode == http.StatusOK {
 				if _, err := os.Stat(d.Kubeconfig); err == nil {
 					return nil

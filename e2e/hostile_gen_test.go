@@ -211,6 +211,7 @@ var hostileCategories = []struct {
 	{"raw-http", 3, (*hostileGen).rawHTTP},
 	{"scratch", 6, (*hostileGen).scratchWrite},
 	{"crd", 2, (*hostileGen).crdWrite},
+	{"impersonation", 4, (*hostileGen).impersonation},
 }
 
 // hostileRequest returns request i of the run with seed.
@@ -1120,6 +1121,51 @@ func (g *hostileGen) headers(r *hostileReq) {
 	case 8:
 		for n := g.pick(200); n > 0; n-- {
 			r.header = append(r.header, [2]string{fmt.Sprintf("X-H%d", n), strings.Repeat("v", g.pick(100))})
+		}
+	}
+}
+
+// impersonation sends a read or write as someone else: the hostile daemon's
+// clients are system:masters (the insecure listener), who may impersonate
+// anyone, so the request is then authorized by RBAC as that user, who has
+// no bindings: the impersonation filter, the authorizer and their 400 and
+// 403 answers are what it exercises. The headers are malformed, huge or
+// repeated as often as not.
+func (g *hostileGen) impersonation(r *hostileReq) {
+	t := g.object()
+	if g.chance(0.5) {
+		r.method = pickOf(g, []string{"GET", "GET", "DELETE"})
+		r.target = t.path()
+		if g.chance(0.3) {
+			r.target = t.collection()
+		}
+		r.scratch = t.scratch
+	} else {
+		body, ct := g.encode(t.kind, g.validObject(t.kind, t.ns, t.name))
+		g.write(r, t, body, ct)
+	}
+	users := []string{"alice", "", " ", "system:anonymous", "system:serviceaccount:" + t.ns + ":sa", "system:serviceaccount:bad",
+		"system:serviceaccount::", "\x00", "é", strings.Repeat("u", 1+g.pick(20000))}
+	if g.chance(0.9) {
+		r.setHeader("Impersonate-User", pickOf(g, users))
+	}
+	for n := g.pick(4); n > 0; n-- {
+		switch g.pick(4) {
+		case 0:
+			groups := []string{"devs", "system:authenticated", "system:unauthenticated", "", strings.Repeat("g", 1+g.pick(5000))}
+			for m := 1 + g.pick(3); m > 0; m-- {
+				r.header = append(r.header, [2]string{"Impersonate-Group", pickOf(g, groups)})
+			}
+		case 1:
+			r.setHeader("Impersonate-Uid", pickOf(g, []string{"", "1", strings.Repeat("9", 1+g.pick(20000))}))
+		case 2:
+			key := pickOf(g, []string{"scopes", "a%2Fb", "%zz", "A", "%", "", strings.Repeat("k", 1+g.pick(3000))})
+			r.header = append(r.header, [2]string{"Impersonate-Extra-" + key, pickOf(g, []string{"v", "", strings.Repeat("v", 1+g.pick(3000))})})
+		case 3:
+			// Many values: past the bounds after the first ones.
+			for m := 100 + g.pick(900); m > 0; m-- {
+				r.header = append(r.header, [2]string{"Impersonate-Group", fmt.Sprintf("g%d", m)})
+			}
 		}
 	}
 }

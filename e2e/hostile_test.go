@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -136,7 +137,14 @@ func TestHostileClients(t *testing.T) {
 	seed, n, only := hostileSettings(t)
 	t.Logf("hostile clients: %d requests, seed %d (EDGEAPI_HOSTILE_SEED=%d EDGEAPI_HOSTILE_REQUESTS=%d reruns it)", n, seed, seed, n)
 
-	args := []string{"--request-timeout", hostileDaemonRequestTimeout.String()}
+	// Secrets and ConfigMaps are encrypted at rest (secretbox), so that
+	// every hostile write and read of them also goes through encryption.
+	encCfg := filepath.Join(t.TempDir(), "encryption.yaml")
+	if err := os.WriteFile(encCfg, []byte("apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets, configmaps]\n  providers:\n"+
+		"  - secretbox:\n      keys:\n      - name: hostile\n        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n  - identity: {}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--request-timeout", hostileDaemonRequestTimeout.String(), "--encryption-provider-config", encCfg}
 	if v := os.Getenv("EDGEAPI_HOSTILE_PPROF"); v != "" {
 		args = append(args, "--debug-pprof", v)
 	}

@@ -114,9 +114,11 @@ func runPowerCut(t *testing.T, seed uint64, cycles int, synchronousOff bool) pow
 	t.Helper()
 	const ns = "powercut"
 	fsys := mountLossyFS(t)
-	var args []string
+	// As in the crash loop, every value is encrypted at rest (aesgcm), so
+	// the cuts also cover encryption's write and read paths.
+	args := []string{"--encryption-provider-config", writeCrashEncConfig(t)}
 	if synchronousOff {
-		args = []string{"--unsafe-testing-synchronous-off"}
+		args = append(args, "--unsafe-testing-synchronous-off")
 	}
 	d := StartDaemon(t, DaemonOptions{DataDir: fsys.Dir, Args: args})
 	createNamespace(t, d.Clientset(), ns)

@@ -37,7 +37,14 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			return s.writeError(c, authn.Unauthorized())
 		}
 		attrs := requestAttributes(req, u)
-		d, reason, err := s.cfg.Authorizer.Authorize(req.Context(), &attrs)
+		var d authorizer.Decision
+		var reason string
+		var err error
+		if q, ok := s.cfg.Authorizer.(quietAuthorizer); ok {
+			d, reason, err = q.AuthorizeQuiet(req.Context(), &attrs)
+		} else {
+			d, reason, err = s.cfg.Authorizer.Authorize(req.Context(), &attrs)
+		}
 		if d == authorizer.DecisionAllow {
 			return next(c)
 		}
@@ -50,6 +57,13 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// quietAuthorizer is an authorizer that can skip building the reason of an
+// allowed decision, which a request's authorization discards
+// (authz.QuietAuthorizer).
+type quietAuthorizer interface {
+	AuthorizeQuiet(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error)
+}
+
 // requestAttributes describes req as kube-apiserver's RequestInfoFactory
 // does for its authorizer. A path below /api/VERSION/ or
 // /apis/GROUP/VERSION/ is a resource request: its verb comes from the
@@ -59,8 +73,9 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 // names one object (metadata.name=NAME) carries that name. Any other path
 // is a non-resource request, with the lowercased method as its verb.
 func requestAttributes(req *http.Request, u user.Info) authorizer.AttributesRecord {
-	a := authorizer.AttributesRecord{User: u, Verb: strings.ToLower(req.Method), Path: req.URL.Path}
-	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	a := authorizer.AttributesRecord{User: u, Verb: lowerMethod(req.Method), Path: req.URL.Path}
+	var buf [8]string
+	parts := splitPath(req.URL.Path, buf[:0])
 	if len(parts) < 3 {
 		return a
 	}
@@ -83,7 +98,7 @@ func requestAttributes(req *http.Request, u user.Info) authorizer.AttributesReco
 			// kube-apiserver fails such a request with a 500 before
 			// authorizing it; here it is a non-resource request, and 404s
 			// later if allowed.
-			return authorizer.AttributesRecord{User: u, Verb: strings.ToLower(req.Method), Path: req.URL.Path}
+			return authorizer.AttributesRecord{User: u, Verb: lowerMethod(req.Method), Path: req.URL.Path}
 		}
 		a.Verb, parts = "watch", parts[1:]
 	} else {
@@ -146,6 +161,40 @@ func (s *Server) admitWrite(ctx context.Context, obj, old runtime.Object) error 
 		return nil
 	}
 	return s.cfg.AdmitWrite(ctx, u, obj, old)
+}
+
+// splitPath is strings.Split(strings.Trim(p, "/"), "/") appended to parts,
+// which a caller gives room on its stack.
+func splitPath(p string, parts []string) []string {
+	p = strings.Trim(p, "/")
+	for {
+		seg, rest, found := strings.Cut(p, "/")
+		parts = append(parts, seg)
+		if !found {
+			return parts
+		}
+		p = rest
+	}
+}
+
+// lowerMethod is strings.ToLower(method), without an allocation for the
+// methods clients send.
+func lowerMethod(method string) string {
+	switch method {
+	case http.MethodGet:
+		return "get"
+	case http.MethodPost:
+		return "post"
+	case http.MethodPut:
+		return "put"
+	case http.MethodPatch:
+		return "patch"
+	case http.MethodDelete:
+		return "delete"
+	case http.MethodHead:
+		return "head"
+	}
+	return strings.ToLower(method)
 }
 
 // WriteError writes err as a metav1.Status in the representation req asks

@@ -322,3 +322,41 @@ func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
 	}
 	return os.Rename(tmp, path)
 }
+
+// IssueClient signs a new client certificate for user (its CN) in groups
+// (its O) with the CA in dir, valid for validity from now, and returns it
+// and its new key as PEM; nothing is written. The key is a secret: never
+// log it. The CA must exist (the daemon creates it at its first start).
+func IssueClient(dir, user string, groups []string, validity time.Duration, now time.Time) (certPEM, keyPEM []byte, err error) {
+	if user == "" {
+		return nil, nil, errors.New("issue client certificate: the user name is empty")
+	}
+	b := &Bundle{Dir: dir}
+	ca, caKey, err := LoadPair(b.Path(CACertFile), b.Path(CAKeyFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("load ca: %w", err)
+	}
+	if !ca.IsCA {
+		return nil, nil, fmt.Errorf("load ca: %s is not a CA certificate", b.Path(CACertFile))
+	}
+	tmpl := leafTemplate(user, now)
+	tmpl.NotAfter = now.Add(validity)
+	if tmpl.NotAfter.After(ca.NotAfter) {
+		tmpl.NotAfter = ca.NotAfter
+	}
+	tmpl.Subject.Organization = groups
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("generate client key: %w", err)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("create client certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode client key: %w", err)
+	}
+	return pemCert(der), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+}

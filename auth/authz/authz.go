@@ -72,6 +72,19 @@ func (p PrivilegedGroups) Authorize(_ context.Context, a authorizer.Attributes) 
 	return authorizer.DecisionNoOpinion, "", nil
 }
 
+// QuietAuthorizer is an authorizer that can decide without the reason of
+// an allowed decision, which the request path discards (see
+// rbac.Authorizer.AuthorizeQuiet).
+type QuietAuthorizer interface {
+	AuthorizeQuiet(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error)
+}
+
+// AuthorizeQuiet is Authorize, asking each member that is a
+// QuietAuthorizer with AuthorizeQuiet.
+func (u Union) AuthorizeQuiet(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	return u.authorize(ctx, a, true)
+}
+
 // Union asks its authorizers in order; the first that allows or denies
 // decides. When none does, it has no opinion, with their reasons joined
 // by newlines (and their errors, if any), as kube-apiserver's union does.
@@ -79,10 +92,21 @@ type Union []authorizer.Authorizer
 
 // Authorize implements authorizer.Authorizer.
 func (u Union) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	return u.authorize(ctx, a, false)
+}
+
+func (u Union) authorize(ctx context.Context, a authorizer.Attributes, quiet bool) (authorizer.Decision, string, error) {
 	var reasons []string
 	var errs []string
 	for _, z := range u {
-		d, reason, err := z.Authorize(ctx, a)
+		var d authorizer.Decision
+		var reason string
+		var err error
+		if q, ok := z.(QuietAuthorizer); ok && quiet {
+			d, reason, err = q.AuthorizeQuiet(ctx, a)
+		} else {
+			d, reason, err = z.Authorize(ctx, a)
+		}
 		if err != nil {
 			errs = append(errs, err.Error())
 		}

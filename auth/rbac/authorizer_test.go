@@ -25,12 +25,18 @@ func with(a authorizer.AttributesRecord, u user.Info) authorizer.AttributesRecor
 }
 
 // decide returns "allow", or "deny" and the reason (see
-// TestAuthorizer_AllowReason for the reasons of allowed requests).
+// TestAuthorizer_AllowReason for the reasons of allowed requests). It
+// also checks that AuthorizeQuiet decides the same, with the same reason
+// when it does not allow.
 func decide(t *testing.T, a *Authorizer, attrs authorizer.Attributes) string {
 	t.Helper()
 	d, reason, err := a.Authorize(context.Background(), attrs)
 	if err != nil {
 		t.Fatalf("authorize: %v", err)
+	}
+	qd, qreason, qerr := a.AuthorizeQuiet(context.Background(), attrs)
+	if qd != d || qerr != nil || (d != authorizer.DecisionAllow && qreason != reason) {
+		t.Errorf("AuthorizeQuiet = %v %q %v, Authorize = %v %q", qd, qreason, qerr, d, reason)
 	}
 	if d == authorizer.DecisionAllow {
 		return "allow"
