@@ -39,17 +39,23 @@ var unsecuredUser = &user.DefaultInfo{Name: "system:unsecured", Groups: []string
 
 // setupAuth builds authentication and authorization from cfg: client
 // certificates verified against --client-ca-file (the generated CA by
-// default), bearer tokens of --token-auth-file, anonymous requests unless
-// --anonymous-auth=false, and the authorizer of --authorization-mode.
-func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, error) {
+// default), bearer tokens of --token-auth-file, then ServiceAccount tokens
+// (saTokens), anonymous requests unless --anonymous-auth=false, and the
+// authorizer of --authorization-mode.
+func setupAuth(cfg serveConfig, st *servingTLS, saTokens authn.TokenAuthenticator, log *zap.Logger) (*daemonAuth, error) {
 	caFile := cfg.ClientCAFile
 	if caFile == "" {
 		caFile = st.bundle.Path(pki.CACertFile)
+	}
+	var extraTokens []authn.TokenAuthenticator
+	if saTokens != nil {
+		extraTokens = append(extraTokens, saTokens)
 	}
 	chain, warnings, err := authn.New(authn.Config{
 		ClientCAFile:  caFile,
 		TokenAuthFile: cfg.TokenAuthFile,
 		Anonymous:     cfg.AnonymousAuth,
+		ExtraTokens:   extraTokens,
 	})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/edgeapi/edgeapi/audit"
+	"github.com/edgeapi/edgeapi/auth/serviceaccount"
 	"github.com/edgeapi/edgeapi/httpapi"
 	"github.com/edgeapi/edgeapi/registry"
 )
@@ -79,6 +81,9 @@ const (
 	// --service-node-port-range defaults.
 	DefaultServiceClusterIPRange = registry.DefaultServiceClusterIPRange
 	DefaultServiceNodePortRange  = registry.DefaultServiceNodePortRange
+	// DefaultServiceAccountIssuer is the --service-account-issuer of kind
+	// and k3s clusters.
+	DefaultServiceAccountIssuer = serviceaccount.DefaultIssuer
 )
 
 // Names used inside the data directory.
@@ -152,6 +157,21 @@ type serveConfig struct {
 	// the API (plain HTTP), authenticating each connection by its peer's
 	// credentials (SO_PEERCRED).
 	UnixSocket string `json:"unix-socket"`
+	// ServiceAccountIssuer are the "iss" values of ServiceAccount tokens:
+	// the first is written into new tokens, all are accepted.
+	ServiceAccountIssuer configList `json:"service-account-issuer"`
+	// ServiceAccountSigningKeyFile, when set, is the PEM private key that
+	// signs ServiceAccount tokens instead of <data-dir>/pki/sa.key.
+	ServiceAccountSigningKeyFile string `json:"service-account-signing-key-file"`
+	// ServiceAccountKeyFile are PEM files of further public keys that
+	// verify ServiceAccount tokens (keys being rotated out).
+	ServiceAccountKeyFile configList `json:"service-account-key-file"`
+	// ServiceAccountMaxTokenExpiration, when set, caps the lifetime of
+	// the tokens TokenRequests ask for.
+	ServiceAccountMaxTokenExpiration duration `json:"service-account-max-token-expiration"`
+	// APIAudiences are the audiences of the API: a token must name one
+	// of them (empty: the ServiceAccountIssuer values).
+	APIAudiences configList `json:"api-audiences"`
 	// TokenAuthFile is kube-apiserver's --token-auth-file: a CSV file of
 	// static bearer tokens (token,user,uid,"group1,group2").
 	TokenAuthFile string `json:"token-auth-file"`
@@ -237,6 +257,7 @@ func defaultServeConfig() serveConfig {
 		ServiceClusterIPRange: DefaultServiceClusterIPRange,
 		ServiceNodePortRange:  DefaultServiceNodePortRange,
 		TLSMinVersion:         DefaultTLSMinVersion,
+		ServiceAccountIssuer:  configList{values: []string{DefaultServiceAccountIssuer}},
 		AnonymousAuth:         true,
 		AuthorizationMode:     DefaultAuthorizationMode,
 		AuditLogMaxSize:       audit.DefaultMaxSizeMB,
@@ -270,6 +291,11 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.IntVar(&cfg.AuditLogMaxBackup, "audit-log-maxbackup", cfg.AuditLogMaxBackup, "keep this `number` of rotated audit logs (0: all)")
 	fs.IntVar(&cfg.AuditLogMaxAge, "audit-log-maxage", cfg.AuditLogMaxAge, "remove rotated audit logs older than this many `days`, by the time in their names (0: never)")
 	fs.StringVar(&cfg.TLSMinVersion, "tls-min-version", cfg.TLSMinVersion, "lowest TLS `version` accepted: VersionTLS10, VersionTLS11, VersionTLS12 or VersionTLS13")
+	fs.Var(&cfg.ServiceAccountIssuer, "service-account-issuer", "`URL` of the issuer of ServiceAccount tokens, repeatable: the first goes into new tokens, every one is accepted")
+	fs.StringVar(&cfg.ServiceAccountSigningKeyFile, "service-account-signing-key-file", cfg.ServiceAccountSigningKeyFile, "sign ServiceAccount tokens with the PEM private key (ECDSA or RSA) in this `file` instead of the one generated as <data-dir>/pki/sa.key")
+	fs.Var(&cfg.ServiceAccountKeyFile, "service-account-key-file", "also accept ServiceAccount tokens signed by the PEM keys in this `file`, repeatable (for key rotation)")
+	fs.Var(&cfg.ServiceAccountMaxTokenExpiration, "service-account-max-token-expiration", "cap the lifetime of requested ServiceAccount tokens at this `duration` (1h to 2^32 s; 0: no cap)")
+	fs.Var(&cfg.APIAudiences, "api-audiences", "`audiences` of the API, comma-separated: ServiceAccount tokens must name one, and name them all by default (default: the service account issuers)")
 	fs.StringVar(&cfg.LogLevel, "log-level", cfg.LogLevel, "log `level`: debug, info, warn or error (debug logs every request)")
 	fs.StringVar(&cfg.LogFormat, "log-format", cfg.LogFormat, "log `format`: auto, console or json (auto: console on a terminal, json otherwise)")
 	fs.Var(&cfg.EventTTL, "event-ttl", "keep Events for this `duration` (e.g. 1h, 90m)")
@@ -432,6 +458,19 @@ func (c *serveConfig) validate() error {
 	if c.AuditLogMaxAge < 0 {
 		return fmt.Errorf("invalid audit-log-maxage %d: must not be negative", c.AuditLogMaxAge)
 	}
+	if len(c.ServiceAccountIssuer.values) == 0 {
+		return fmt.Errorf("invalid service-account-issuer: at least one is required")
+	}
+	for _, iss := range c.ServiceAccountIssuer.values {
+		if strings.Contains(iss, ":") {
+			if u, err := url.Parse(iss); err != nil || u.Scheme == "" {
+				return fmt.Errorf("invalid service-account-issuer %q: not a URL", iss)
+			}
+		}
+	}
+	if m := time.Duration(c.ServiceAccountMaxTokenExpiration); m != 0 && (m < time.Hour || m > (1<<32)*time.Second) {
+		return fmt.Errorf("invalid service-account-max-token-expiration %v: must be between 1 hour and 2^32 seconds", m)
+	}
 	if c.DebugPprof != "" && !isLoopback(c.DebugPprof) {
 		return fmt.Errorf("invalid debug-pprof %q: must be a loopback host:port (127.0.0.1, ::1, localhost)", c.DebugPprof)
 	}
@@ -508,4 +547,38 @@ func (b *byteSize) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("size must be a number of bytes or a string like \"3Mi\": %s", data)
 	}
 	return b.Set(s)
+}
+
+// configList is a list of strings given as a flag that may be repeated,
+// each value split at commas, or as a list in the config file. The first
+// flag replaces the default or the file's list; later ones add to it.
+type configList struct {
+	values []string
+	// fromFlag is set once a flag has replaced the list.
+	fromFlag bool
+}
+
+func (l *configList) String() string { return strings.Join(l.values, ",") }
+
+func (l *configList) Set(s string) error {
+	if !l.fromFlag {
+		l.values, l.fromFlag = nil, true
+	}
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			l.values = append(l.values, v)
+		}
+	}
+	return nil
+}
+
+func (l configList) MarshalJSON() ([]byte, error) { return json.Marshal(l.values) }
+
+func (l *configList) UnmarshalJSON(b []byte) error {
+	var v []string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("want a list of strings: %s", b)
+	}
+	l.values, l.fromFlag = v, false
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,7 @@ max-request-body: 1Mi
 	typoFile := write("typo.yaml", "listen: 127.0.0.1:1\nlog_level: debug\n")
 	badDuration := write("bad.yaml", "event-ttl: 3600\n")
 	auditFile := write("audit.yaml", "audit-log-path: /var/lib/edgeapi/audit/audit.log\naudit-log-maxsize: 5\naudit-log-maxbackup: 0\naudit-log-maxage: 7\n")
+	saFile := write("sa.yaml", "service-account-issuer: [https://a.example, https://b.example]\napi-audiences: [x]\nservice-account-max-token-expiration: 2h\n")
 
 	defaults := defaultServeConfig()
 	tests := []struct {
@@ -146,6 +148,40 @@ max-request-body: 1Mi
 		{name: "cert without key", args: []string{"--tls-cert-file", "/etc/c.crt"}, wantErr: "give both or neither"},
 		{name: "key without cert", args: []string{"--tls-private-key-file", "/etc/c.key"}, wantErr: "give both or neither"},
 		{name: "bad tls-min-version", args: []string{"--tls-min-version", "1.2"}, wantErr: `invalid tls-min-version "1.2"`},
+		{
+			name: "service account flags",
+			args: []string{"--service-account-issuer", "https://a.example", "--service-account-issuer", "https://b.example",
+				"--service-account-signing-key-file", "/etc/sa.key", "--service-account-key-file", "/etc/old.pub",
+				"--service-account-max-token-expiration", "24h", "--api-audiences", "x,y"},
+			want: func(c *serveConfig) {
+				c.ServiceAccountIssuer.values = []string{"https://a.example", "https://b.example"}
+				c.ServiceAccountSigningKeyFile = "/etc/sa.key"
+				c.ServiceAccountKeyFile.values = []string{"/etc/old.pub"}
+				c.ServiceAccountMaxTokenExpiration = duration(24 * time.Hour)
+				c.APIAudiences.values = []string{"x", "y"}
+			},
+		},
+		{
+			name: "service account lists in the file",
+			args: []string{"--config", saFile},
+			want: func(c *serveConfig) {
+				c.ServiceAccountIssuer.values = []string{"https://a.example", "https://b.example"}
+				c.APIAudiences.values = []string{"x"}
+				c.ServiceAccountMaxTokenExpiration = duration(2 * time.Hour)
+			},
+		},
+		{
+			name: "a flag replaces the file's list",
+			args: []string{"--service-account-issuer", "https://c.example", "--config", saFile, "--service-account-issuer", "https://d.example"},
+			want: func(c *serveConfig) {
+				c.ServiceAccountIssuer.values = []string{"https://c.example", "https://d.example"}
+				c.APIAudiences.values = []string{"x"}
+				c.ServiceAccountMaxTokenExpiration = duration(2 * time.Hour)
+			},
+		},
+		{name: "issuer not a URL", args: []string{"--service-account-issuer", "https//:x y"}, wantErr: "invalid service-account-issuer"},
+		{name: "empty issuer", args: []string{"--service-account-issuer", ","}, wantErr: "at least one is required"},
+		{name: "max token expiration too short", args: []string{"--service-account-max-token-expiration", "30m"}, wantErr: "must be between 1 hour and 2^32 seconds"},
 		{name: "unknown flag", args: []string{"--bogus"}, wantErr: "flag provided but not defined"},
 		{name: "stray argument", args: []string{"extra"}, wantErr: `unexpected argument "extra"`},
 	}
@@ -163,7 +199,11 @@ max-request-body: 1Mi
 			}
 			want := defaults
 			tt.want(&want)
-			if got != want {
+			// Which lists a flag set is no part of the configuration.
+			for _, l := range []*configList{&got.ServiceAccountIssuer, &got.ServiceAccountKeyFile, &got.APIAudiences} {
+				l.fromFlag = false
+			}
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("parseServeConfig(%q)\n got %+v\nwant %+v", tt.args, got, want)
 			}
 		})

@@ -75,6 +75,9 @@ type daemon struct {
 	auth   *daemonAuth
 	// audit writes the audit log (--audit-log-path); nil without it.
 	audit *audit.Logger
+	// saTokens issues ServiceAccount tokens (serviceaccounts/token) and
+	// authenticates them (saTokens.auth, for authn.Config.ExtraTokens).
+	saTokens *serviceAccountTokens
 	// insecureLn serves plain HTTP (--insecure-listen); nil without it.
 	insecureLn net.Listener
 	// unixLn serves the --unix-socket; nil without it.
@@ -142,7 +145,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.tls, err = setupTLS(cfg, dataDir, d.ln.Addr(), log); err != nil {
 		return nil, err
 	}
-	if d.auth, err = setupAuth(cfg, d.tls, log); err != nil {
+	if d.saTokens, err = setupServiceAccountTokens(cfg, dataDir, addr, d.db, log); err != nil {
+		return nil, err
+	}
+	if d.auth, err = setupAuth(cfg, d.tls, d.saTokens.auth, log); err != nil {
 		return nil, err
 	}
 	if d.audit, err = setupAudit(cfg, log.Named("audit")); err != nil {
@@ -178,9 +184,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		ServerAddress:       addr,
 		RequestTimeout:      time.Duration(cfg.RequestTimeout),
 		IdleTimeout:         DefaultIdleTimeout,
+		Tokens:              d.saTokens.issuer,
 		Authorizer:          d.auth.authorizer,
 		AdmitWrite:          d.auth.admitWrite(),
-		Extra:               map[string]http.Handler{statsPath: d.statsHandler()},
+		Extra:               d.extraHandlers(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create api server: %w", err)
@@ -444,6 +451,16 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 // uptime) as JSON for scripts/bench and operators. It sits outside the
 // Kubernetes API, which httpapi serves.
 const statsPath = "/debug/edgeapi/stats"
+
+// extraHandlers are the paths served beside the Kubernetes API: the
+// daemon's figures and the ServiceAccount issuer discovery.
+func (d *daemon) extraHandlers() map[string]http.Handler {
+	m := map[string]http.Handler{statsPath: d.statsHandler()}
+	for path, h := range d.saTokens.discovery {
+		m[path] = h
+	}
+	return m
+}
 
 // statsHandler serves statsPath.
 func (d *daemon) statsHandler() http.Handler {

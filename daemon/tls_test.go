@@ -69,7 +69,7 @@ func serveWithTLS(t *testing.T, cfg serveConfig, dataDir string) (*tlsServer, *s
 	if err != nil {
 		t.Fatal(err)
 	}
-	auth, err := setupAuth(cfg, st, zap.NewNop())
+	auth, err := setupAuth(cfg, st, nil, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -205,7 +205,7 @@ type subresource struct {
 	kind *schema.GroupVersionKind
 }
 
-// subresources returns k's subresources (finalize, status, scale), with the verbs
+// subresources returns k's subresources (finalize, status, scale, token), with the verbs
 // kube-apiserver advertises for them.
 func subresources(k *registry.Kind) []subresource {
 	var subs []subresource
@@ -218,6 +218,9 @@ func subresources(k *registry.Kind) []subresource {
 	if k.Scale != nil {
 		// After status, as kube-apiserver lists a custom resource's.
 		subs = append(subs, subresource{"scale", []string{"get", "patch", "update"}, &schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}})
+	}
+	if k.TokenSubresource {
+		subs = append(subs, subresource{"token", []string{"create"}, &schema.GroupVersionKind{Group: "authentication.k8s.io", Version: "v1", Kind: "TokenRequest"}})
 	}
 	return subs
 }

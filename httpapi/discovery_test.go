@@ -56,8 +56,12 @@ func TestAPIResourceList(t *testing.T) {
 			"namespaces/finalize": `{"name":"namespaces/finalize","singularName":"","namespaced":false,"kind":"Namespace","verbs":["update"]}`,
 			"namespaces/status":   `{"name":"namespaces/status","singularName":"","namespaced":false,"kind":"Namespace","verbs":["get","patch","update"]}`,
 			"secrets":             `{"name":"secrets","singularName":"secret","namespaced":true,"kind":"Secret","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"storageVersionHash":"S6u1pOWzb84="}`,
-			"services":            `{"name":"services","singularName":"service","namespaced":true,"kind":"Service","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["svc"],"categories":["all"],"storageVersionHash":"0/CO1lhkEBI="}`,
-			"services/status":     `{"name":"services/status","singularName":"","namespaced":true,"kind":"Service","verbs":["get","patch","update"]}`,
+			// s33 api-v1: kube-apiserver's serviceaccounts and its token
+			// subresource.
+			"serviceaccounts":       `{"name":"serviceaccounts","singularName":"serviceaccount","namespaced":true,"kind":"ServiceAccount","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["sa"],"storageVersionHash":"pbx9ZvyFpBE="}`,
+			"serviceaccounts/token": `{"name":"serviceaccounts/token","singularName":"","namespaced":true,"group":"authentication.k8s.io","version":"v1","kind":"TokenRequest","verbs":["create"]}`,
+			"services":              `{"name":"services","singularName":"service","namespaced":true,"kind":"Service","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["svc"],"categories":["all"],"storageVersionHash":"0/CO1lhkEBI="}`,
+			"services/status":       `{"name":"services/status","singularName":"","namespaced":true,"kind":"Service","verbs":["get","patch","update"]}`,
 		}
 		var names []string
 		for _, r := range l.APIResources {
@@ -70,7 +74,7 @@ func TestAPIResourceList(t *testing.T) {
 		for name := range want {
 			t.Errorf("missing %s", name)
 		}
-		if wantNames := []string{"configmaps", "events", "namespaces", "namespaces/finalize", "namespaces/status", "secrets", "services", "services/status"}; !reflect.DeepEqual(names, wantNames) {
+		if wantNames := []string{"configmaps", "events", "namespaces", "namespaces/finalize", "namespaces/status", "secrets", "serviceaccounts", "serviceaccounts/token", "services", "services/status"}; !reflect.DeepEqual(names, wantNames) {
 			t.Errorf("order %v, want %v", names, wantNames)
 		}
 	})
@@ -179,6 +183,8 @@ func TestAggregatedDiscovery(t *testing.T) {
 			"events":     `{"resource":"events","responseKind":{"group":"","version":"","kind":"Event"},"scope":"Namespaced","singularResource":"event","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["ev"]}`,
 			"namespaces": `{"resource":"namespaces","responseKind":{"group":"","version":"","kind":"Namespace"},"scope":"Cluster","singularResource":"namespace","verbs":["create","delete","get","list","patch","update","watch"],"shortNames":["ns"],"subresources":[{"subresource":"finalize","responseKind":{"group":"","version":"","kind":"Namespace"},"verbs":["update"]},{"subresource":"status","responseKind":{"group":"","version":"","kind":"Namespace"},"verbs":["get","patch","update"]}]}`,
 			"secrets":    `{"resource":"secrets","responseKind":{"group":"","version":"","kind":"Secret"},"scope":"Namespaced","singularResource":"secret","verbs":["create","delete","deletecollection","get","list","patch","update","watch"]}`,
+			// s33 aggregated-discovery-api.
+			"serviceaccounts": `{"resource":"serviceaccounts","responseKind":{"group":"","version":"","kind":"ServiceAccount"},"scope":"Namespaced","singularResource":"serviceaccount","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["sa"],"subresources":[{"subresource":"token","responseKind":{"group":"authentication.k8s.io","version":"v1","kind":"TokenRequest"},"verbs":["create"]}]}`,
 		}
 		for _, r := range item.Versions[0].Resources {
 			if w, ok := want[r.Resource]; ok {

@@ -81,6 +81,10 @@ func (s *Server) serveResource(c echo.Context) error {
 		if k.Scale == nil {
 			return s.writeError(c, errNotFoundResource())
 		}
+	case "token":
+		if !k.TokenSubresource || s.cfg.Tokens == nil {
+			return s.writeError(c, errNotFoundResource())
+		}
 	case "finalize":
 		if !k.FinalizeSubresource {
 			return s.writeError(c, errNotFoundResource())
@@ -120,6 +124,9 @@ func (s *Server) serveResource(c echo.Context) error {
 	if k.Resource == "namespaces" {
 		// A Namespace is named by its path, not namespaced by it.
 		r.ri.Namespace = ""
+	}
+	if ri.Subresource == "token" {
+		return s.handleToken(r)
 	}
 	if ri.Subresource != "" && ri.Verb != "get" && ri.Verb != "update" && ri.Verb != "patch" {
 		return s.writeError(c, errMethodNotAllowed())

@@ -72,6 +72,9 @@ type Config struct {
 	// its namespace and name exists (the default/kubernetes Service that
 	// kube-apiserver's bootstrap controller maintains).
 	KubernetesService *corev1.Service
+	// Tokens signs the tokens of the serviceaccounts/token subresource;
+	// nil leaves the subresource unserved (404).
+	Tokens TokenIssuer
 	// Authorizer decides every request before it is routed, as
 	// kube-apiserver's authorization filter does: one it does not allow
 	// gets 403, whether or not the object exists. The user is the one

@@ -9,7 +9,7 @@ import (
 )
 
 // Builtin returns a registry of the built-in kinds: core/v1 namespaces,
-// configmaps, secrets, services and events, events.k8s.io/v1 events
+// configmaps, secrets, serviceaccounts, services and events, events.k8s.io/v1 events
 // (stored with the core events), coordination.k8s.io/v1 leases,
 // apiextensions.k8s.io/v1 customresourcedefinitions and the four
 // rbac.authorization.k8s.io/v1 kinds. Each
@@ -34,6 +34,7 @@ func Builtin(opts ...BuiltinOptions) *Registry {
 	r.Add(namespaceKind())
 	r.Add(configMapKind())
 	r.Add(secretKind())
+	r.Add(serviceAccountKind())
 	r.Add(coreEventKind())
 	r.Add(eventsV1EventKind())
 	r.Add(leaseKind())

@@ -33,6 +33,7 @@ func TestBuiltin(t *testing.T) {
 	}{
 		{"/v1/configmaps", "ConfigMap", "configmap", true, []string{"cm"}, all, false, "configmaps", corev1.SchemeGroupVersion.WithKind("ConfigMap"), true, false},
 		{"/v1/secrets", "Secret", "secret", true, nil, all, false, "secrets", corev1.SchemeGroupVersion.WithKind("Secret"), true, false},
+		{"/v1/serviceaccounts", "ServiceAccount", "serviceaccount", true, []string{"sa"}, all, false, "serviceaccounts", corev1.SchemeGroupVersion.WithKind("ServiceAccount"), true, false},
 		{"/v1/services", "Service", "service", true, []string{"svc"}, all, true, "services", corev1.SchemeGroupVersion.WithKind("Service"), true, false},
 		{"/v1/namespaces", "Namespace", "namespace", false, []string{"ns"}, []string{"create", "delete", "get", "list", "patch", "update", "watch"}, true, "namespaces", corev1.SchemeGroupVersion.WithKind("Namespace"), true, false},
 		{"/v1/events", "Event", "event", true, []string{"ev"}, all, false, "events", corev1.SchemeGroupVersion.WithKind("Event"), true, true},

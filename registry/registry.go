@@ -217,6 +217,12 @@ type Kind struct {
 	// with subresources.scale): an autoscaling/v1 Scale over these paths
 	// of the object.
 	Scale *ScaleSubresource
+	// TokenSubresource reports whether the kind has a "token"
+	// subresource (ServiceAccounts): POST of an authentication.k8s.io/v1
+	// TokenRequest, answered with a signed token for the object (see
+	// httpapi.Config.Tokens). Discovery advertises "<resource>/token"
+	// with the verb create.
+	TokenSubresource bool
 	// DeprecationWarning, when set, is sent as a Warning header with every
 	// answer about the kind (a deprecated custom resource version).
 	DeprecationWarning string

@@ -2,6 +2,7 @@ package registry
 
 import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -16,7 +17,7 @@ import (
 
 // Scheme holds the Go types of the groups edgeapi serves, and nothing else
 // (client-go's kubernetes/scheme would link every API group): core/v1,
-// coordination.k8s.io/v1, events.k8s.io/v1, apiextensions.k8s.io/v1,
+// authentication.k8s.io/v1 (TokenRequest), coordination.k8s.io/v1, events.k8s.io/v1, apiextensions.k8s.io/v1,
 // meta.k8s.io v1 and v1beta1
 // (Table, PartialObjectMetadata) and apidiscovery.k8s.io/v2 (aggregated
 // discovery, which clients may ask for as protobuf). Each group's
@@ -38,6 +39,9 @@ func init() {
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(eventsv1.AddToScheme(Scheme))
 	utilruntime.Must(rbacv1.AddToScheme(Scheme))
+	// authentication.k8s.io/v1 for TokenRequest, the body and answer of
+	// serviceaccounts/token.
+	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
 	utilruntime.Must(apidiscoveryv2.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme)) // with its defaulting (SetDefaults_CustomResourceDefinition)
 	utilruntime.Must(metav1.AddMetaToScheme(Scheme))

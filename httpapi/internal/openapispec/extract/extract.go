@@ -310,6 +310,8 @@ func classify(path, gv string, kinds []*registry.Kind) (string, bool) {
 			return k.Resource, true
 		case len(s) == 3 && s[2] == "finalize" && k.FinalizeSubresource:
 			return k.Resource, true
+		case len(s) == 3 && s[2] == "token" && k.TokenSubresource:
+			return k.Resource, true
 		}
 	}
 	return "", false
