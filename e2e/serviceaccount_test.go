@@ -552,6 +552,13 @@ func TestServiceAccount_IssuerDiscovery(t *testing.T) {
 	if code, s := getWithToken(t, d, "/openid/v1/jwks", ""); code != http.StatusForbidden || s.Message != `forbidden: User "system:anonymous" cannot get path "/openid/v1/jwks"` {
 		t.Errorf("anonymous: got %d %q, want 403", code, s.Message)
 	}
+	// Every ServiceAccount may read them (the bootstrapped
+	// system:service-account-issuer-discovery binding).
+	for _, p := range []string{"/openid/v1/jwks", "/.well-known/openid-configuration"} {
+		if code, s := getWithToken(t, d, p, token); code != http.StatusOK {
+			t.Errorf("GET %s as a ServiceAccount: %d %q, want 200", p, code, s.Message)
+		}
+	}
 }
 
 // TestServiceAccount_Informer runs a client-go ConfigMap informer as a

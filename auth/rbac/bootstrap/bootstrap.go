@@ -33,9 +33,9 @@ var (
 	ClusterRoleNames = []string{
 		"cluster-admin", "admin", "edit", "view",
 		"system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view",
-		"system:basic-user", "system:discovery", "system:public-info-viewer",
+		"system:basic-user", "system:discovery", "system:public-info-viewer", "system:service-account-issuer-discovery",
 	}
-	ClusterRoleBindingNames = []string{"cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer"}
+	ClusterRoleBindingNames = []string{"cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer", "system:service-account-issuer-discovery"}
 )
 
 // Policy is the extracted data.
