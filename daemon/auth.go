@@ -22,8 +22,10 @@ import (
 type daemonAuth struct {
 	authenticator authn.Authenticator
 	authorizer    authorizer.Authorizer
-	rbac          *rbac.Authorizer
-	impersonator  *authn.Impersonator
+	// ruleResolver lists a user's rules for SelfSubjectRulesReview.
+	ruleResolver authorizer.RuleResolver
+	rbac         *rbac.Authorizer
+	impersonator *authn.Impersonator
 }
 
 // unsecuredUser is who requests on the --insecure-listen listener are, as
@@ -56,10 +58,14 @@ func setupAuth(cfg serveConfig, st *servingTLS, log *zap.Logger) (*daemonAuth, e
 		a.rbac = rbac.New()
 	}
 	var rbacAuthz authorizer.Authorizer
+	var rbacRules authz.PolicyRules
 	if a.rbac != nil {
-		rbacAuthz = a.rbac
+		rbacAuthz, rbacRules = a.rbac, a.rbac
 	}
 	if a.authorizer, err = authz.New(cfg.authorizationModes(), rbacAuthz); err != nil {
+		return nil, err
+	}
+	if a.ruleResolver, err = authz.NewRuleResolver(cfg.authorizationModes(), rbacRules); err != nil {
 		return nil, err
 	}
 	a.impersonator = &authn.Impersonator{Authorizer: a.authorizer}

@@ -166,6 +166,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		RequestTimeout:      time.Duration(cfg.RequestTimeout),
 		IdleTimeout:         DefaultIdleTimeout,
 		Authorizer:          d.auth.authorizer,
+		RuleResolver:        d.auth.ruleResolver,
 		AdmitWrite:          d.auth.admitWrite(),
 		Extra:               map[string]http.Handler{statsPath: d.statsHandler()},
 	})
