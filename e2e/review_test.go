@@ -193,6 +193,24 @@ func TestReview_KubectlCanI(t *testing.T) {
 			}
 		})
 	}
+	t.Run("api-resources", func(t *testing.T) {
+		r := e.kubectl("alice", "api-resources", "--api-group=authorization.k8s.io", "-o", "wide", "--no-headers")
+		want := [][]string{
+			{"localsubjectaccessreviews", "authorization.k8s.io/v1", "true", "LocalSubjectAccessReview", "create"},
+			{"selfsubjectaccessreviews", "authorization.k8s.io/v1", "false", "SelfSubjectAccessReview", "create"},
+			{"selfsubjectrulesreviews", "authorization.k8s.io/v1", "false", "SelfSubjectRulesReview", "create"},
+			{"subjectaccessreviews", "authorization.k8s.io/v1", "false", "SubjectAccessReview", "create"},
+		}
+		if got := table(r.Stdout); r.ExitCode != 0 || !reflect.DeepEqual(got, want) {
+			t.Errorf("got %q, want %q\n%s", got, want, r)
+		}
+	})
+	t.Run("explain", func(t *testing.T) {
+		r := e.kubectl("alice", "explain", "localsubjectaccessreviews.spec.resourceAttributes.namespace")
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, "GROUP:      authorization.k8s.io") || !strings.Contains(r.Stdout, "FIELD: namespace <string>") {
+			t.Errorf("%s", r)
+		}
+	})
 }
 
 // basicUserRules are the rows kubectl auth can-i --list prints for any
