@@ -505,7 +505,7 @@ func TestReview_HTTP(t *testing.T) {
 			name: "local subject access review, other namespace in the metadata", user: "admin", method: "POST", path: lsar,
 			body:     `{"apiVersion":"authorization.k8s.io/v1","kind":"LocalSubjectAccessReview","metadata":{"namespace":"default"},"spec":{"user":"bob","resourceAttributes":{"namespace":"team","verb":"get","resource":"configmaps"}}}`,
 			wantCode: 400,
-			want: `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the namespace of the provided object does not match the namespace sent on the request","reason":"BadRequest","code":400}`,
+			want:     `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the namespace of the provided object does not match the namespace sent on the request","reason":"BadRequest","code":400}`,
 		},
 		{
 			// As the namespace lifecycle admission does for access
