@@ -231,7 +231,7 @@ type Kind struct {
 	// from the URL, managedFields), then answers 201 with what Review
 	// returns; dryRun changes nothing. Such a kind has the verbs
 	// ["create"], no StorageResource, StorageGVK or NewList, and Strategy
-	// is never asked (see ReviewStrategy).
+	// is never asked.
 	Review ReviewFunc
 }
 

@@ -37,8 +37,9 @@ func reviewKind(gvk schema.GroupVersionKind, resource, singular, internalPackage
 		New:             newObj,
 		Strategy:        reviewStrategy{},
 		Review:          review,
-		// kube-apiserver's default table convertor: the name and the
-		// creation time.
+		// A Table of an answer has the columns of kube-apiserver's
+		// default table convertor (the name and the creation time);
+		// kube-apiserver registers no convertor for these kinds.
 		TableColumns: createdAtColumns(),
 		TableRow: func(obj runtime.Object) ([]interface{}, error) {
 			m := Accessor(obj)
