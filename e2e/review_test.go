@@ -373,6 +373,43 @@ func TestReview_KubectlWhoami(t *testing.T) {
 	})
 }
 
+// TestReview_AlwaysAllow: with --authorization-mode=AlwaysAllow, every
+// user may do everything, and the rules review lists AlwaysAllow's two
+// rules for everything, as kube-apiserver's does.
+func TestReview_AlwaysAllow(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(reviewTokens), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := StartDaemon(t, DaemonOptions{TLS: true, Args: []string{"--token-auth-file", tokens, "--authorization-mode", "AlwaysAllow"}})
+	cfg, err := clientcmd.LoadFromFile(d.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range cfg.AuthInfos {
+		ai.ClientCertificateData, ai.ClientKeyData = nil, nil
+		ai.Token = "alice-token"
+	}
+	kc := filepath.Join(dir, "alice.kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, kc); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) KubectlResult {
+		stdout, stderr, code := runTool(t, kubectlBin.Path(t), append([]string{"--kubeconfig", kc}, args...), []string{"HOME=" + d.home, "KUBECONFIG="}, "")
+		return KubectlResult{Args: args, Stdout: stdout, Stderr: stderr, ExitCode: code}
+	}
+	if r := kubectl("auth", "can-i", "delete", "secrets", "-n", "kube-system"); r.Stdout != "yes\n" || r.ExitCode != 0 {
+		t.Errorf("%s", r)
+	}
+	want := "Resources   Non-Resource URLs   Resource Names   Verbs\n" +
+		"*.*         []                  []               [*]\n" +
+		"            [*]                 []               [*]\n"
+	if r := kubectl("auth", "can-i", "--list"); r.Stdout != want || r.ExitCode != 0 {
+		t.Errorf("want\n%s\n%s", want, r)
+	}
+}
+
 // reviewStamps are the times in a review's answer.
 var reviewStamps = regexp.MustCompile(`"(time|creationTimestamp)":"20\d\d-\d\d-\d\dT\d\d:\d\d:\d\dZ"`)
 
