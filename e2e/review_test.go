@@ -102,8 +102,14 @@ func startReviewDaemon(t *testing.T) *reviewEnv {
 // kubectl runs bin/kubectl as user.
 func (e *reviewEnv) kubectl(user string, args ...string) KubectlResult {
 	e.t.Helper()
+	return e.kubectlStdin(user, "", args...)
+}
+
+// kubectlStdin runs bin/kubectl as user with stdin.
+func (e *reviewEnv) kubectlStdin(user, stdin string, args ...string) KubectlResult {
+	e.t.Helper()
 	full := append([]string{"--kubeconfig", e.kubeconfigs[user]}, args...)
-	stdout, stderr, code := runTool(e.t, kubectlBin.Path(e.t), full, []string{"HOME=" + e.d.home, "KUBECONFIG="}, "")
+	stdout, stderr, code := runTool(e.t, kubectlBin.Path(e.t), full, []string{"HOME=" + e.d.home, "KUBECONFIG="}, stdin)
 	return KubectlResult{Args: append([]string{"(as " + user + ")"}, args...), Stdout: stdout, Stderr: stderr, ExitCode: code}
 }
 
@@ -203,6 +209,35 @@ func TestReview_KubectlCanI(t *testing.T) {
 		}
 		if got := table(r.Stdout); r.ExitCode != 0 || !reflect.DeepEqual(got, want) {
 			t.Errorf("got %q, want %q\n%s", got, want, r)
+		}
+	})
+	// kubectl validates with the server's field validation when the
+	// OpenAPI v3 document has a PATCH for the kind; a review has none, so
+	// it asks for the v2 document, which edgeapi serves only as JSON
+	// (406 to kubectl's Protobuf): --validate=false skips that, as for a
+	// List (see Known gaps).
+	t.Run("create -f", func(t *testing.T) {
+		const review = `apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: bob
+  resourceAttributes:
+    namespace: team
+    verb: watch
+    resource: configmaps
+`
+		r := e.kubectlStdin("admin", review, "create", "--validate=false", "-f", "-")
+		if r.ExitCode != 0 || r.Stdout != "subjectaccessreview.authorization.k8s.io/<unknown> created\n" {
+			t.Errorf("%s", r)
+		}
+		r = e.kubectlStdin("admin", review, "create", "--validate=false", "-f", "-", "-o", "jsonpath={.status}")
+		if r.ExitCode != 0 || r.Stdout != `{"allowed":false}` {
+			t.Errorf("%s", r)
+		}
+		r = e.kubectlStdin("alice", review, "create", "--validate=false", "-f", "-")
+		want := `Error from server (Forbidden): error when creating "STDIN": subjectaccessreviews.authorization.k8s.io is forbidden: User "alice" cannot create resource "subjectaccessreviews" in API group "authorization.k8s.io" at the cluster scope` + "\n"
+		if r.ExitCode != 1 || r.Stderr != want {
+			t.Errorf("want stderr %q\n%s", want, r)
 		}
 	})
 	t.Run("explain", func(t *testing.T) {
