@@ -123,7 +123,7 @@ func (m *Manager) emptyNamespace(ctx context.Context, namespace string) (bool, e
 	seen := map[string]bool{}
 	bg := metav1.DeletePropagationBackground
 	for _, k := range m.cfg.Registry.Kinds() {
-		if !k.Namespaced || seen[k.StorageResource] {
+		if !k.Namespaced || !k.Stored() || seen[k.StorageResource] {
 			continue
 		}
 		seen[k.StorageResource] = true

@@ -26,8 +26,10 @@ type daemonAuth struct {
 	authenticator authn.Authenticator
 	// peer authenticates the requests of the --unix-socket listener by
 	// their peer's credentials.
-	peer         authn.Authenticator
-	authorizer   authorizer.Authorizer
+	peer       authn.Authenticator
+	authorizer authorizer.Authorizer
+	// ruleResolver lists a user's rules for SelfSubjectRulesReview.
+	ruleResolver authorizer.RuleResolver
 	rbac         *rbac.Authorizer
 	impersonator *authn.Impersonator
 }
@@ -71,10 +73,14 @@ func setupAuth(cfg serveConfig, st *servingTLS, saTokens authn.TokenAuthenticato
 		a.rbac = rbac.New()
 	}
 	var rbacAuthz authorizer.Authorizer
+	var rbacRules authz.PolicyRules
 	if a.rbac != nil {
-		rbacAuthz = a.rbac
+		rbacAuthz, rbacRules = a.rbac, a.rbac
 	}
 	if a.authorizer, err = authz.New(cfg.authorizationModes(), rbacAuthz); err != nil {
+		return nil, err
+	}
+	if a.ruleResolver, err = authz.NewRuleResolver(cfg.authorizationModes(), rbacRules); err != nil {
 		return nil, err
 	}
 	a.impersonator = &authn.Impersonator{Authorizer: a.authorizer}

@@ -186,6 +186,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		IdleTimeout:         DefaultIdleTimeout,
 		Tokens:              d.saTokens.issuer,
 		Authorizer:          d.auth.authorizer,
+		RuleResolver:        d.auth.ruleResolver,
 		AdmitWrite:          d.auth.admitWrite(),
 		Extra:               d.extraHandlers(),
 	})

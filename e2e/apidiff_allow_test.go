@@ -101,10 +101,6 @@ var apidiffAllowed = []allowedDiff{
 
 	{Scenario: "s23-finalizers", Step: "release-o", Reason: "the garbage collector removed the orphan finalizer and the object (kube-apiserver without kube-controller-manager keeps it)", Accept: statusIn(404)},
 
-	// Access reviews are not served, so discovery does not list
-	// authorization.k8s.io.
-	{Scenario: "s33-discovery", Step: "apis-groups", Path: "body.groups[?name=authorization.k8s.io]", Reason: "access reviews (authorization.k8s.io) are not served", Accept: statusIn(200)},
-
 	{Scenario: "s30-namespace-lifecycle", Step: "get-terminating", Reason: nsGone, Accept: statusIn(404)},
 	{Scenario: "s30-namespace-lifecycle", Step: "create-in-terminating", Reason: nsGone, Accept: statusIn(404)},
 	{Scenario: "s30-namespace-lifecycle", Step: "update-in-terminating", Reason: nsGone, Accept: statusIn(404)},

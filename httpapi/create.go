@@ -103,6 +103,9 @@ func (s *Server) decodeWrite(r *request, optionsKind string) (runtime.Object, wr
 func (s *Server) handleCreate(r *request) error {
 	c := r.c
 	k := r.kind
+	if k.Review != nil {
+		return s.handleReview(r)
+	}
 	obj, opts, err := s.decodeWrite(r, "CreateOptions")
 	if err != nil {
 		return s.writeError(c, err)

@@ -84,6 +84,15 @@ func TestAPIResourceList(t *testing.T) {
 			`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"coordination.k8s.io/v1","resources":[{"name":"leases","singularName":"lease","namespaced":true,"kind":"Lease","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"storageVersionHash":"gqkMMb/YqFM="}]}`)
 	})
 
+	t.Run("authorization.k8s.io/v1 reviews have no storage hash", func(t *testing.T) {
+		assertJSON(t, "/apis/authorization.k8s.io/v1", apiResourceList(reg.Snapshot(), schema.GroupVersion{Group: "authorization.k8s.io", Version: "v1"}),
+			`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"authorization.k8s.io/v1","resources":[`+
+				`{"name":"localsubjectaccessreviews","singularName":"localsubjectaccessreview","namespaced":true,"kind":"LocalSubjectAccessReview","verbs":["create"]},`+
+				`{"name":"selfsubjectaccessreviews","singularName":"selfsubjectaccessreview","namespaced":false,"kind":"SelfSubjectAccessReview","verbs":["create"]},`+
+				`{"name":"selfsubjectrulesreviews","singularName":"selfsubjectrulesreview","namespaced":false,"kind":"SelfSubjectRulesReview","verbs":["create"]},`+
+				`{"name":"subjectaccessreviews","singularName":"subjectaccessreview","namespaced":false,"kind":"SubjectAccessReview","verbs":["create"]}]}`)
+	})
+
 	t.Run("events.k8s.io/v1 shares the core events' storage hash", func(t *testing.T) {
 		assertJSON(t, "/apis/events.k8s.io/v1", apiResourceList(reg.Snapshot(), schema.GroupVersion{Group: "events.k8s.io", Version: "v1"}),
 			`{"kind":"APIResourceList","apiVersion":"v1","groupVersion":"events.k8s.io/v1","resources":[{"name":"events","singularName":"event","namespaced":true,"kind":"Event","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["ev"],"storageVersionHash":"r2yiGXH7wu8="}]}`)
@@ -98,11 +107,13 @@ func TestAPIResourceList(t *testing.T) {
 
 func TestAPIGroupList(t *testing.T) {
 	reg := registry.Builtin()
-	// kube-apiserver lists events.k8s.io, rbac.authorization.k8s.io,
-	// apiextensions.k8s.io, then coordination.k8s.io (s33 apis-groups, and
-	// its group priorities for rbac.authorization.k8s.io).
+	// kube-apiserver lists events.k8s.io, authentication.k8s.io,
+	// authorization.k8s.io, rbac.authorization.k8s.io,
+	// apiextensions.k8s.io, then coordination.k8s.io (s33 apis-groups).
 	assertJSON(t, "/apis", apiGroupList(reg.Snapshot()), `{"kind":"APIGroupList","apiVersion":"v1","groups":[`+
 		`{"name":"events.k8s.io","versions":[{"groupVersion":"events.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"events.k8s.io/v1","version":"v1"}},`+
+		`{"name":"authentication.k8s.io","versions":[{"groupVersion":"authentication.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"authentication.k8s.io/v1","version":"v1"}},`+
+		`{"name":"authorization.k8s.io","versions":[{"groupVersion":"authorization.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"authorization.k8s.io/v1","version":"v1"}},`+
 		`{"name":"rbac.authorization.k8s.io","versions":[{"groupVersion":"rbac.authorization.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"rbac.authorization.k8s.io/v1","version":"v1"}},`+
 		`{"name":"apiextensions.k8s.io","versions":[{"groupVersion":"apiextensions.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"apiextensions.k8s.io/v1","version":"v1"}},`+
 		`{"name":"coordination.k8s.io","versions":[{"groupVersion":"coordination.k8s.io/v1","version":"v1"}],"preferredVersion":{"groupVersion":"coordination.k8s.io/v1","version":"v1"}}]}`)
@@ -128,6 +139,8 @@ func TestAPIGroupList(t *testing.T) {
 		// Kube-aware version order: GA, then beta, then alpha.
 		want := []string{
 			"events.k8s.io:v1:v1",
+			"authentication.k8s.io:v1:v1",
+			"authorization.k8s.io:v1:v1",
 			"rbac.authorization.k8s.io:v1:v1",
 			"apiextensions.k8s.io:v1:v1",
 			"coordination.k8s.io:v1:v1",
@@ -201,6 +214,14 @@ func TestAggregatedDiscovery(t *testing.T) {
 		l := aggregatedDiscovery(reg.Snapshot(), false)
 		assertJSON(t, "items", l.Items, `[`+
 			`{"metadata":{"name":"events.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"events","responseKind":{"group":"","version":"","kind":"Event"},"scope":"Namespaced","singularResource":"event","verbs":["create","delete","deletecollection","get","list","patch","update","watch"],"shortNames":["ev"]}],"freshness":"Current"}]},`+
+			// kube-apiserver's item, without its tokenreviews.
+			`{"metadata":{"name":"authentication.k8s.io"},"versions":[{"version":"v1","resources":[{"resource":"selfsubjectreviews","responseKind":{"group":"","version":"","kind":"SelfSubjectReview"},"scope":"Cluster","singularResource":"selfsubjectreview","verbs":["create"]}],"freshness":"Current"}]},`+
+			// s33 aggregated-discovery-apis, kube-apiserver's item.
+			`{"metadata":{"name":"authorization.k8s.io"},"versions":[{"version":"v1","resources":[`+
+			`{"resource":"localsubjectaccessreviews","responseKind":{"group":"","version":"","kind":"LocalSubjectAccessReview"},"scope":"Namespaced","singularResource":"localsubjectaccessreview","verbs":["create"]},`+
+			`{"resource":"selfsubjectaccessreviews","responseKind":{"group":"","version":"","kind":"SelfSubjectAccessReview"},"scope":"Cluster","singularResource":"selfsubjectaccessreview","verbs":["create"]},`+
+			`{"resource":"selfsubjectrulesreviews","responseKind":{"group":"","version":"","kind":"SelfSubjectRulesReview"},"scope":"Cluster","singularResource":"selfsubjectrulesreview","verbs":["create"]},`+
+			`{"resource":"subjectaccessreviews","responseKind":{"group":"","version":"","kind":"SubjectAccessReview"},"scope":"Cluster","singularResource":"subjectaccessreview","verbs":["create"]}],"freshness":"Current"}]},`+
 			// kube-apiserver's rbac.authorization.k8s.io item: no short
 			// names or categories, resources by name.
 			`{"metadata":{"name":"rbac.authorization.k8s.io"},"versions":[{"version":"v1","resources":[`+

@@ -95,6 +95,9 @@ func (s *Server) serveResource(c echo.Context) error {
 	default:
 		return s.writeError(c, errNotFoundResource())
 	}
+	if !routed(k, ri) {
+		return s.writeError(c, errNotFoundResource())
+	}
 	if !k.Namespaced && ri.Resource != "namespaces" {
 		if ri.Namespace != "" {
 			return s.writeError(c, errNotFoundResource())
@@ -168,6 +171,26 @@ func (s *Server) serveResource(c echo.Context) error {
 		return s.handleDeleteCollection(r)
 	}
 	return s.writeError(c, errMethodNotAllowed())
+}
+
+// routed reports whether kube-apiserver has a route for ri's path (the
+// method aside) for kind k. Its routes come from the kind's verbs: an
+// object's path exists with get, update, patch or delete; a namespaced
+// kind's path outside /namespaces/ with list or watch; a /watch/ path
+// with watch; a collection's path with list, create or deletecollection.
+// A path without a route is 404, a route without the method 405: a
+// review (create only) answers GET on its collection with 405, and any
+// request for a named object with 404.
+func routed(k *registry.Kind, ri requestInfo) bool {
+	switch {
+	case ri.WatchPath:
+		return k.HasVerb("watch")
+	case ri.Name != "":
+		return k.HasVerb("get") || k.HasVerb("update") || k.HasVerb("patch") || k.HasVerb("delete")
+	case k.Namespaced && !ri.NamespacePath:
+		return k.HasVerb("list") || k.HasVerb("watch")
+	}
+	return k.HasVerb("list") || k.HasVerb("create") || k.HasVerb("deletecollection")
 }
 
 // checkScope refuses what the path of a namespaced kind does not allow, as

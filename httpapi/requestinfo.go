@@ -26,6 +26,8 @@ type requestInfo struct {
 	// NamespacePath is true when the resource was named below
 	// /namespaces/{namespace}/ (Namespace may still be empty: a "//").
 	NamespacePath bool
+	// WatchPath is true for a path below /watch/.
+	WatchPath bool
 }
 
 // namespaceSubresources are the subresources of a Namespace object, which
@@ -58,6 +60,7 @@ func parseRequestInfo(method, path string, watchParam bool) (ri requestInfo, ok 
 	watchPrefix := false
 	if parts[0] == "watch" {
 		watchPrefix = true
+		ri.WatchPath = true
 		parts = parts[1:]
 		if len(parts) == 0 {
 			return ri, false

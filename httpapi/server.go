@@ -82,6 +82,11 @@ type Config struct {
 	// (authn.WithUser); a request without one gets 401. Nil serves every
 	// request without asking.
 	Authorizer authorizer.Authorizer
+	// RuleResolver lists the rules that apply to a user in a namespace,
+	// for SelfSubjectRulesReview (kubectl auth can-i --list), as
+	// kube-apiserver's rule resolver beside its authorizer. Nil lists
+	// everything, as for a server that allows every request.
+	RuleResolver authorizer.RuleResolver
 	// AdmitWrite, when set, is asked about each create (old nil) and
 	// update of an object made by a user's request, with the new object
 	// before validation; an error refuses the write. Writes of the

@@ -11,8 +11,12 @@ import (
 // Builtin returns a registry of the built-in kinds: core/v1 namespaces,
 // configmaps, secrets, serviceaccounts, services and events, events.k8s.io/v1 events
 // (stored with the core events), coordination.k8s.io/v1 leases,
-// apiextensions.k8s.io/v1 customresourcedefinitions and the four
-// rbac.authorization.k8s.io/v1 kinds. Each
+// apiextensions.k8s.io/v1 customresourcedefinitions, the four
+// rbac.authorization.k8s.io/v1 kinds, and the reviews (never stored):
+// authorization.k8s.io/v1 selfsubjectaccessreviews,
+// subjectaccessreviews, localsubjectaccessreviews and
+// selfsubjectrulesreviews, and authentication.k8s.io/v1
+// selfsubjectreviews. Each
 // call returns fresh Kind values, so callers may add to the registry.
 //
 // opts (at most one; none means kube-apiserver's defaults) set the
@@ -43,6 +47,11 @@ func Builtin(opts ...BuiltinOptions) *Registry {
 	r.Add(clusterRoleKind())
 	r.Add(roleBindingKind())
 	r.Add(clusterRoleBindingKind())
+	r.Add(selfSubjectAccessReviewKind())
+	r.Add(subjectAccessReviewKind())
+	r.Add(localSubjectAccessReviewKind())
+	r.Add(selfSubjectRulesReviewKind())
+	r.Add(selfSubjectReviewKind())
 	return r
 }
 

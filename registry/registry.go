@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 )
 
@@ -226,7 +228,43 @@ type Kind struct {
 	// DeprecationWarning, when set, is sent as a Warning header with every
 	// answer about the kind (a deprecated custom resource version).
 	DeprecationWarning string
+
+	// Review, when set, makes the kind a review, as kube-apiserver's
+	// access and identity reviews (SubjectAccessReview,
+	// SelfSubjectReview): it is only ever created, and never stored. A
+	// POST runs the create steps that apply to an object that is not
+	// stored (options, decoding, system metadata wiped, the namespace
+	// from the URL, managedFields), then answers 201 with what Review
+	// returns; dryRun changes nothing. Such a kind has the verbs
+	// ["create"], no StorageResource, StorageGVK or NewList, and Strategy
+	// is never asked.
+	Review ReviewFunc
 }
+
+// ReviewFunc answers the create of a review kind: it validates obj, the
+// decoded request body, as kube-apiserver's storage for the kind does
+// (its errors are apierrors StatusErrors: 422 Invalid, 400 BadRequest),
+// and returns the object to answer with, its status filled in.
+type ReviewFunc func(ctx context.Context, a ReviewAccess, obj runtime.Object) (runtime.Object, error)
+
+// ReviewAccess is what a review is answered from: who asks, and how the
+// server authorizes.
+type ReviewAccess struct {
+	// User is the requesting user; nil when the request has none (no
+	// authentication in front of the API), which kube-apiserver answers
+	// with 400 "no user present on request".
+	User user.Info
+	// Authorizer decides requests, as it decides the server's own. Nil
+	// means every request is allowed.
+	Authorizer authorizer.Authorizer
+	// Rules lists the rules that apply to a user in a namespace. Nil
+	// means everything is allowed, listed as AlwaysAllow lists it.
+	Rules authorizer.RuleResolver
+}
+
+// Stored reports whether the kind's objects are kept in the store: every
+// kind but the reviews.
+func (k *Kind) Stored() bool { return k.Review == nil }
 
 // ScaleSubresource is a custom resource's subresources.scale: the
 // dot-separated paths of its spec and status replicas and of its label
@@ -418,7 +456,7 @@ func newSnapshot(m map[schema.GroupVersionResource]*Kind, gen uint64) *Snapshot 
 		if _, ok := s.byGVK[k.GVK]; !ok {
 			s.byGVK[k.GVK] = k
 		}
-		if _, ok := s.byStorage[k.StorageResource]; !ok && (k.FromStorage == nil || k.GVK == k.StorageGVK) {
+		if _, ok := s.byStorage[k.StorageResource]; !ok && k.Stored() && (k.FromStorage == nil || k.GVK == k.StorageGVK) {
 			s.byStorage[k.StorageResource] = k
 		}
 	}

@@ -3,6 +3,7 @@ package registry
 import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -17,8 +18,10 @@ import (
 
 // Scheme holds the Go types of the groups edgeapi serves, and nothing else
 // (client-go's kubernetes/scheme would link every API group): core/v1,
-// authentication.k8s.io/v1 (TokenRequest), coordination.k8s.io/v1, events.k8s.io/v1, apiextensions.k8s.io/v1,
-// meta.k8s.io v1 and v1beta1
+// coordination.k8s.io/v1, events.k8s.io/v1, apiextensions.k8s.io/v1,
+// rbac.authorization.k8s.io/v1, authorization.k8s.io/v1 (the reviews) and
+// authentication.k8s.io/v1 (the reviews and TokenRequest), meta.k8s.io v1
+// and v1beta1
 // (Table, PartialObjectMetadata) and apidiscovery.k8s.io/v2 (aggregated
 // discovery, which clients may ask for as protobuf). Each group's
 // AddToScheme also registers metav1's options, Status and WatchEvent for
@@ -39,8 +42,9 @@ func init() {
 	utilruntime.Must(coordinationv1.AddToScheme(Scheme))
 	utilruntime.Must(eventsv1.AddToScheme(Scheme))
 	utilruntime.Must(rbacv1.AddToScheme(Scheme))
+	utilruntime.Must(authorizationv1.AddToScheme(Scheme))
 	// authentication.k8s.io/v1 for TokenRequest, the body and answer of
-	// serviceaccounts/token.
+	// serviceaccounts/token, and SelfSubjectReview.
 	utilruntime.Must(authenticationv1.AddToScheme(Scheme))
 	utilruntime.Must(apidiscoveryv2.AddToScheme(Scheme))
 	utilruntime.Must(apiextensionsv1.AddToScheme(Scheme)) // with its defaulting (SetDefaults_CustomResourceDefinition)

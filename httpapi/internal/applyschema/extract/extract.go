@@ -6,12 +6,14 @@ package extract
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"go/ast"
 	"go/build"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -24,6 +26,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
 
+	openapiextract "github.com/edgeapi/edgeapi/httpapi/internal/openapispec/extract"
 	"github.com/edgeapi/edgeapi/registry"
 )
 
@@ -192,13 +195,53 @@ func Subset(full []byte, roots []string) ([]byte, error) {
 // apiextensions.k8s.io/v1, whose types client-go's schema does not hold.
 const apiextensionsModelPrefix = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1."
 
+// reviewDocs are the OpenAPI v3 documents (in the Kubernetes module's
+// api/openapi-spec/v3) of the groups of the review kinds: client-go has
+// no apply configurations for create-only types, so its schema holds
+// neither them nor some of the meta types they reach
+// (FieldSelectorRequirement).
+var reviewDocs = []string{
+	"apis__authorization.k8s.io__v1_openapi.json",
+	"apis__authentication.k8s.io__v1_openapi.json",
+}
+
+// reviewModels returns every OpenAPI model of the review kinds' group
+// documents, as kube-apiserver publishes them.
+func reviewModels() (map[string]*spec.Schema, error) {
+	dir, err := openapiextract.Download()
+	if err != nil {
+		return nil, err
+	}
+	models := map[string]*spec.Schema{}
+	for _, file := range reviewDocs {
+		b, err := os.ReadFile(filepath.Join(dir, "api", "openapi-spec", "v3", file))
+		if err != nil {
+			return nil, err
+		}
+		var doc struct {
+			Components struct {
+				Schemas map[string]*spec.Schema `json:"schemas"`
+			} `json:"components"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", file, err)
+		}
+		for name, s := range doc.Components.Schemas {
+			models[name] = s
+		}
+	}
+	return models, nil
+}
+
 // Schema returns the schema of every type the served kinds may reach:
 // client-go's (ClientGoSchema) followed by the apiextensions.k8s.io/v1
-// types, which kube-apiserver's field manager converts from the
-// apiextensions-apiserver's generated OpenAPI definitions with
+// types and the review kinds' types, which kube-apiserver's field manager
+// converts from its OpenAPI definitions with
 // schemaconv.ToSchemaFromOpenAPI (managedfields.NewTypeConverter), as
-// done here. Types client-go already defines (ObjectMeta, Time, the
-// untyped helpers) are not repeated.
+// done here: the apiextensions-apiserver's generated definitions, and
+// the published documents of the review kinds' groups. Types client-go
+// already defines (ObjectMeta, Time, the untyped helpers) are not
+// repeated.
 func Schema() ([]byte, error) {
 	full, err := ClientGoSchema()
 	if err != nil {
@@ -220,9 +263,16 @@ func Schema() ([]byte, error) {
 			models[name] = &s
 		}
 	}
+	reviews, err := reviewModels()
+	if err != nil {
+		return nil, err
+	}
+	for name, m := range reviews {
+		models[name] = m
+	}
 	ext, err := schemaconv.ToSchemaFromOpenAPI(models, false)
 	if err != nil {
-		return nil, fmt.Errorf("convert apiextensions OpenAPI definitions: %w", err)
+		return nil, fmt.Errorf("convert OpenAPI definitions: %w", err)
 	}
 	var extra schema.Schema
 	for _, td := range ext.Types {
