@@ -31,7 +31,8 @@ import (
 //     client) and TLS with client-go's own transport (HTTP/2: one
 //     connection, a stream per request), with the ratio TLS/plain;
 //   - tls-watch: watch fan-out through client-go's transport (HTTP/2 over
-//     TLS) against the plain HTTP/1.1 watches of the watch workload;
+//     TLS) and over TLS with HTTP/1.1 against the plain HTTP/1.1 watches
+//     of the watch workload;
 //   - tls-handshake: new TLS connections per second, each a full handshake
 //     (no session resumption) with the client certificate, alone and
 //     followed by one GET, and new plain connections with a GET for
@@ -281,9 +282,10 @@ func runTLS(ctx context.Context, b *bench) ([]Result, error) {
 }
 
 // runTLSWatch runs the watch fan-out of each --tls-watch-sizes entry
-// twice: plain HTTP/1.1 watches (one connection each, the watch
-// workload's path) and watches through client-go's transport (HTTP/2 over
-// TLS, streams sharing a connection). The writer is the bench's plain
+// three times: plain HTTP/1.1 watches (one connection each, the watch
+// workload's path), HTTP/1.1 watches over TLS (to tell TLS's cost from
+// HTTP/2's), and watches through client-go's transport (HTTP/2 over TLS,
+// streams sharing a connection). The writer is the bench's plain
 // client in both, so only the watch path differs.
 func runTLSWatch(ctx context.Context, b *bench) ([]Result, error) {
 	t, err := b.tlsTarget()
@@ -295,6 +297,9 @@ func runTLSWatch(ctx context.Context, b *bench) ([]Result, error) {
 		plainTr := newTransport(size.Watchers)
 		plainTr.WriteBufferSize = 4 << 10
 		plainTr.ReadBufferSize = 32 << 10
+		tlsTr := t.h1Client(size.Watchers).tr.(*http.Transport)
+		tlsTr.WriteBufferSize = 4 << 10
+		tlsTr.ReadBufferSize = 32 << 10
 		cg, err := t.clientGo()
 		if err != nil {
 			return out, err
@@ -305,6 +310,7 @@ func runTLSWatch(ctx context.Context, b *bench) ([]Result, error) {
 			note       string
 		}{
 			{"plain-h1", b.base, plainTr, "watches over plain HTTP/1.1, a connection each"},
+			{"tls-h1", t.base, tlsTr, "watches over HTTP/1.1 with TLS, a connection each"},
 			{"tls-h2", t.base, cg.tr, "watches through client-go's transport (rest.TransportFor): HTTP/2 over TLS, streams sharing connections"},
 		} {
 			settle(ctx, time.Second)
