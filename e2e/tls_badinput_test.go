@@ -5,11 +5,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +111,40 @@ func checkLogBounded(t *testing.T, d *Daemon, mark, maxLines int) {
 	}
 }
 
+// daemonGoroutines returns the daemon's goroutine count from
+// /debug/edgeapi/stats.
+func daemonGoroutines(t *testing.T, d *Daemon) int {
+	t.Helper()
+	r := rawGet(t, d, "/debug/edgeapi/stats")
+	var stats struct {
+		Goroutines *int `json:"goroutines"`
+	}
+	if err := json.Unmarshal(r.Body, &stats); err != nil || r.Status != http.StatusOK || stats.Goroutines == nil {
+		t.Fatalf("GET /debug/edgeapi/stats: %d %.300s (%v), want a goroutine count", r.Status, r.Body, err)
+	}
+	return *stats.Goroutines
+}
+
+// checkNothingHeld fails t unless the daemon's goroutines come back to at
+// most before (plus a little slack for its own timers) once the bad
+// connections are gone: no goroutine or connection is kept for them.
+func checkNothingHeld(t *testing.T, d *Daemon, before int) {
+	t.Helper()
+	const slack = 2
+	deadline := time.Now().Add(eventually)
+	for {
+		n := daemonGoroutines(t, d)
+		if n <= before+slack {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("the daemon has %d goroutines %v after the bad connections, %d before", n, eventually, before)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // handshake dials d over TCP and runs a TLS handshake with cfg (its
 // verification off: these tests are about what the server accepts). It
 // returns the handshake error, and for a failed handshake what a read of
@@ -141,6 +177,7 @@ func TestTLSBadInput_Handshakes(t *testing.T) {
 	t.Parallel()
 	d := StartDaemon(t, DaemonOptions{TLS: true})
 	victim := newTLSVictim(t, d)
+	before := daemonGoroutines(t, d)
 	mark := len(d.output.String())
 
 	cases := []struct {
@@ -191,6 +228,7 @@ func TestTLSBadInput_Handshakes(t *testing.T) {
 	if hsErr, _ := handshake(t, d, &tls.Config{MaxVersion: tls.VersionTLS12}); hsErr != nil {
 		t.Errorf("TLS 1.2 handshake after the bad ones: %v", hsErr)
 	}
+	checkNothingHeld(t, d, before)
 	victim.check(t)
 	checkLogBounded(t, d, mark, len(cases)*badTLSRepeats)
 }
@@ -270,6 +308,7 @@ func TestTLSBadInput_NotAHandshake(t *testing.T) {
 	t.Parallel()
 	d := StartDaemon(t, DaemonOptions{TLS: true})
 	victim := newTLSVictim(t, d)
+	before := daemonGoroutines(t, d)
 	mark := len(d.output.String())
 
 	// The start of a real ClientHello, for the truncated cases.
@@ -344,6 +383,7 @@ func TestTLSBadInput_NotAHandshake(t *testing.T) {
 		})
 	}
 
+	checkNothingHeld(t, d, before)
 	victim.check(t)
 	checkLogBounded(t, d, mark, lines)
 }
