@@ -28,6 +28,8 @@ type bench struct {
 	report *Report
 	// bulkNS is the namespace of --bulk-objects objects, once created.
 	bulkNS *bulkNamespace
+	// tls is the daemon's HTTPS side, once a TLS workload loaded it.
+	tls *tlsTarget
 }
 
 // Result is one measured line of the report: either a timed workload (ops,

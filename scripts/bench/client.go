@@ -31,7 +31,9 @@ const (
 // possible on a 2-core machine shared with the daemon.
 type client struct {
 	base string // "http://127.0.0.1:PORT", no trailing slash
-	tr   *http.Transport
+	// tr is the bench's own Transport (newTransport), or another
+	// RoundTripper such as client-go's (see tls.go).
+	tr http.RoundTripper
 }
 
 // newTransport returns a keep-alive Transport able to hold conns idle
@@ -59,7 +61,15 @@ func newClient(base string, conns int) *client {
 	return &client{base: base, tr: newTransport(conns)}
 }
 
-func (c *client) close() { c.tr.CloseIdleConnections() }
+// close closes the transport's idle connections.
+func (c *client) close() { closeIdle(c.tr) }
+
+// closeIdle closes rt's idle connections, if it keeps any.
+func closeIdle(rt http.RoundTripper) {
+	if ci, ok := rt.(interface{ CloseIdleConnections() }); ok {
+		ci.CloseIdleConnections()
+	}
+}
 
 // Shared, read-only header maps. The Transport never writes to
 // Request.Header, so one map can serve every request.

@@ -448,7 +448,7 @@ func (b *bench) coldLists(ctx context.Context, label, cmURL, crURL, ready string
 			return nil, fmt.Errorf("cold lists: restart: %w", err)
 		}
 		b.d, b.pid = d, d.pid()
-		b.c.tr.CloseIdleConnections()
+		b.c.close()
 		if err := b.waitOK(ctx, ready); err != nil {
 			return nil, err
 		}

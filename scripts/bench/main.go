@@ -15,7 +15,13 @@
 //
 // Workloads (--workloads, comma separated; see -help): create, get, rmw,
 // list by default; apply, patch, watch, watch-idle, watch-resume,
-// paged-list, compaction and big on request (--big adds big).
+// paged-list, compaction, big (--big adds it), and the TLS comparisons
+// tls, tls-watch and tls-handshake on request.
+//
+// The daemon it starts serves plain HTTP on --insecure-listen for the
+// workloads and HTTPS on another loopback port, which the TLS workloads
+// reach with the kubeconfig the daemon writes. --daemon-args passes serve
+// flags through, e.g. --daemon-args "--authorization-mode=RBAC".
 //
 // The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
 // with a small in-memory fake of the API, to test this tool and measure its
@@ -87,6 +93,14 @@ type config struct {
 	compactionRows      int
 	compactionPayload   int
 	compactionWriteRate int
+
+	// kubeconfig is the daemon's kubeconfig for the TLS workloads
+	// (--kubeconfig; default: the one the started daemon writes).
+	kubeconfig       string
+	tlsRounds        int
+	tlsCreateClients int
+	tlsWatchSizes    []watchSize
+	handshakeClients int
 
 	jsonPath   string
 	commit     string
@@ -163,17 +177,29 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.compactionRows, "compaction-rows", 1_000_000, "compaction workload: change-log rows to compact")
 	fs.IntVar(&cfg.compactionPayload, "compaction-payload", 64, "compaction workload: bytes of data per ConfigMap of the fill")
 	fs.IntVar(&cfg.compactionWriteRate, "compaction-write-rate", 1000, "compaction workload: creates per second during the compaction")
+	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "TLS workloads: the daemon's kubeconfig (HTTPS server, CA, client certificate); default: the one the daemon this tool starts writes")
+	fs.IntVar(&cfg.tlsRounds, "tls-rounds", 2, "tls workload: rounds of plain, TLS HTTP/1.1 and client-go HTTP/2 runs, in alternating order")
+	fs.IntVar(&cfg.tlsCreateClients, "tls-create-clients", 64, "tls workload: clients of the create runs (the get runs use --get-clients)")
+	tws := fs.String("tls-watch-sizes", "100x500,1000x1000", "tls-watch workload: comma-separated WATCHERSxWRITES_PER_SECOND fan-outs")
+	fs.IntVar(&cfg.handshakeClients, "handshake-clients", 8, "tls-handshake workload: clients each making new connections back to back")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: the one `bin version` prints, else git HEAD of the binary's repo)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines on stderr")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file")
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return cfg, err
 	}
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.daemonArgs = strings.Fields(*daemonArgs)
+	if cfg.tlsWatchSizes, err = parseWatchSizes(*tws); err != nil {
+		return cfg, err
+	}
+	if cfg.tlsRounds < 1 || cfg.tlsCreateClients < 1 || cfg.handshakeClients < 1 {
+		return cfg, errors.New("--tls-rounds, --tls-create-clients and --handshake-clients must be positive")
+	}
 	seen := map[string]bool{}
 	for _, name := range strings.Split(*wl, ",") {
 		name = strings.TrimSpace(name)
@@ -244,6 +270,8 @@ func run(ctx context.Context, args []string) error {
 				"apply_clients": cfg.applyClients, "patch_clients": cfg.patchClients,
 				"idle_watchers": cfg.idleWatchers, "bulk_objects": cfg.bulkObjects, "page_limit": cfg.pageLimit,
 				"compaction_rows": cfg.compactionRows, "compaction_write_rate": cfg.compactionWriteRate,
+				"daemon_args": cfg.daemonArgs, "tls_rounds": cfg.tlsRounds, "tls_create_clients": cfg.tlsCreateClients,
+				"tls_watch_sizes": cfg.tlsWatchSizes, "handshake_clients": cfg.handshakeClients,
 			},
 		},
 	}
@@ -325,7 +353,7 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 	for _, n := range b.cfg.createClients {
 		maxConns = max(maxConns, n)
 	}
-	maxConns = max(maxConns, b.cfg.getClients, b.cfg.rmwClients, b.cfg.watchWriters, b.cfg.applyClients, b.cfg.patchClients)
+	maxConns = max(maxConns, b.cfg.getClients, b.cfg.rmwClients, b.cfg.watchWriters, b.cfg.applyClients, b.cfg.patchClients, b.cfg.tlsCreateClients)
 	b.c = newClient(b.base, maxConns)
 	defer b.c.close()
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,6 +30,9 @@ const (
 	// watchDialConcurrency limits simultaneous watch connects.
 	watchDialConcurrency = 64
 )
+
+// watchRuns numbers the fan-out runs of a bench run, for their namespaces.
+var watchRuns atomic.Int64
 
 // watcher is one watch connection's state. Its counters are atomic because
 // the progress check reads them while it runs; the histogram is read only
@@ -127,11 +131,41 @@ func (w *watcher) run(body io.Reader) {
 }
 
 func runWatch(ctx context.Context, b *bench) ([]Result, error) {
-	ns := "bench-watch-" + b.runID
+	// Watch connections only read: small write buffers, and a read buffer
+	// that with the line buffer keeps 1000 watchers near 50 MiB.
+	tr := newTransport(b.cfg.watchers)
+	tr.WriteBufferSize = 4 << 10
+	tr.ReadBufferSize = 32 << 10
+	defer tr.CloseIdleConnections()
+	return b.watchFanOut(ctx, fanOutSpec{
+		name:     fmt.Sprintf("watch-%dw-%d/s", b.cfg.watchers, b.cfg.writeRate),
+		base:     b.base,
+		tr:       tr,
+		watchers: b.cfg.watchers,
+		rate:     b.cfg.writeRate,
+	})
+}
+
+// fanOutSpec is one watch fan-out measurement: watchers watches of one
+// namespace through tr to base, while the bench's own client creates
+// objects in it at rate per second.
+type fanOutSpec struct {
+	name     string
+	base     string
+	tr       http.RoundTripper
+	watchers int
+	rate     int
+	// notes are added to the watch result.
+	notes []string
+}
+
+// watchFanOut runs spec and returns the watchers' delivery latency and
+// the writer's result.
+func (b *bench) watchFanOut(ctx context.Context, spec fanOutSpec) ([]Result, error) {
+	ns := "bench-watch-" + b.runID + "-" + strconv.Itoa(int(watchRuns.Add(1)))
 	if err := b.c.ensureNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
-	url := configMapsURL(b.base, ns)
 	code, listBody, err := b.c.doSimple(ctx, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps", "")
 	if err != nil || code != http.StatusOK {
 		return nil, fmt.Errorf("list %s: HTTP %d %v", ns, code, err)
@@ -140,19 +174,13 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	if rv == nil {
 		return nil, errors.New("list: no metadata.resourceVersion")
 	}
-	watchURL := url + "?watch=1&resourceVersion=" + string(rv)
+	watchURL := configMapsURL(spec.base, ns) + "?watch=1&resourceVersion=" + string(rv)
 
-	nWatchers := b.cfg.watchers
-	// Watch connections only read: small write buffers, and a read buffer
-	// that with the line buffer keeps 1000 watchers near 50 MiB.
-	tr := newTransport(nWatchers)
-	tr.WriteBufferSize = 4 << 10
-	tr.ReadBufferSize = 32 << 10
-	defer tr.CloseIdleConnections()
+	nWatchers := spec.watchers
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 
-	ws, cs := connectWatchers(watchCtx, tr, watchURL, nWatchers, 0)
+	ws, cs := connectWatchers(watchCtx, spec.tr, watchURL, nWatchers, 0)
 	select {
 	case <-cs.all:
 	case <-time.After(DefaultWatchConnectTimeout):
@@ -171,7 +199,7 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	}
 
 	m := b.beginMeasure(ctx)
-	pr := b.paceWrites(ctx, ns)
+	pr := b.paceWrites(ctx, ns, spec.rate)
 	writes := pr.ok
 
 	// Wait for every connected watcher to see every successful write.
@@ -186,7 +214,7 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	doneWG.Wait()
 
 	var r Result
-	r.Workload = fmt.Sprintf("watch-%dw-%d/s", nWatchers, b.cfg.writeRate)
+	r.Workload = spec.name
 	r.Clients = nWatchers
 	h := newHistogram()
 	var received, other, evErrs, short, missing int64
@@ -212,6 +240,7 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	r.Latency = &lat
 	m.end(ctx, &r)
 	r.note("delivery latency: writer's send time → watcher's receipt")
+	r.Notes = append(r.Notes, spec.notes...)
 	r.note("%d writes ok, %d failed, %d not sent (writer behind); %d events received, %d watchers got fewer than %d (%d events missing)",
 		writes, pr.failed, pr.skipped, received, short, writes, missing)
 	r.note("%d watchers connected in %s, %d failed, %d streams ended by the server; %d other events (bookmarks), %d ERROR events",
@@ -223,7 +252,7 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 		OpsPerSec: float64(writes) / pr.elapsed.Seconds()}
 	wl := pr.hist.summary()
 	wr.Latency = &wl
-	wr.note("open-loop creates at %d/s target while %d watchers watch", b.cfg.writeRate, nWatchers)
+	wr.note("open-loop creates at %d/s target while %d watchers watch", spec.rate, nWatchers)
 	b.logResult(r)
 	b.logResult(wr)
 	return []Result{r, wr}, nil
@@ -244,7 +273,7 @@ type watchConns struct {
 // connects at a time, each read by its own goroutine until ctx ends or
 // the server ends the stream. bufSize is each reader's line buffer (0 for
 // the default).
-func connectWatchers(ctx context.Context, tr *http.Transport, url string, n, bufSize int) ([]*watcher, *watchConns) {
+func connectWatchers(ctx context.Context, tr http.RoundTripper, url string, n, bufSize int) ([]*watcher, *watchConns) {
 	ws := make([]*watcher, n)
 	cs := &watchConns{start: time.Now(), all: make(chan struct{})}
 	var connectWG sync.WaitGroup
@@ -305,13 +334,12 @@ func waitDelivered(ctx context.Context, ws []*watcher, want int64, timeout time.
 	}
 }
 
-// paceWrites creates ConfigMaps in ns at cfg.writeRate for cfg.duration,
+// paceWrites creates ConfigMaps in ns at rate per second for cfg.duration,
 // open loop: writer k of W sends writes k, k+W, k+2W… each at its scheduled
 // time (or at once when it is late), and stops at cfg.duration even when
 // it is behind (the writes not sent are reported as skipped). Each object
 // carries its actual send time in sentAnnotation.
-func (b *bench) paceWrites(ctx context.Context, ns string) paceResult {
-	rate := b.cfg.writeRate
+func (b *bench) paceWrites(ctx context.Context, ns string, rate int) paceResult {
 	nw := b.cfg.watchWriters
 	total := int64(float64(rate) * b.cfg.duration.Seconds())
 	interval := time.Second / time.Duration(rate)

@@ -38,6 +38,9 @@ var workloads = []workload{
 	{"big", "RSS with --big-objects ConfigMaps stored, and restart-to-ready time with them (also --big)", false, runBig},
 	{"crds", "--crds CustomResourceDefinitions of ~20 KB posted at once: time until all Established, RSS per CRD, discovery with them", false, runCRDs},
 	{"cr-create", "custom resource creates (20-field schema, two CEL rules) at 64 clients, after ConfigMap creates of the same size", false, runCRCreate},
+	{"tls", "creates at --tls-create-clients and gets at --get-clients over plain HTTP, TLS HTTP/1.1 and client-go's HTTP/2 over TLS, kept alive, in one run; ratio TLS/plain", false, runTLS},
+	{"tls-watch", "watch fan-out (--tls-watch-sizes) through client-go's HTTP/2 over TLS against plain HTTP/1.1 watches", false, runTLSWatch},
+	{"tls-handshake", "new connections per second: full TLS handshakes with the client certificate, alone and with a GET each, and plain ones", false, runTLSHandshake},
 	{"cr-list", "LIST of --list-objects custom resources against as many ConfigMaps of the same size", false, runCRList},
 }
 
