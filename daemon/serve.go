@@ -262,7 +262,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		// a ReadTimeout would end them. The API bounds request bodies by
 		// --request-timeout instead, and watch writes by a deadline of
 		// their own.
-		ErrorLog:  mustStdLog(log.Named("http")),
+		ErrorLog:  newHTTPErrorLog(log.Named("http")),
 		TLSConfig: d.tls.config,
 		// client-go opens one HTTP/2 connection per host and runs every
 		// watch of an informer factory on it as a stream.
