@@ -82,7 +82,9 @@ type daemon struct {
 	insecureLn net.Listener
 	// unixLn serves the --unix-socket; nil without it.
 	unixLn *net.UnixListener
-	srv    *http.Server
+	// h2 runs short HTTP/2 requests on goroutines with grown stacks.
+	h2  *h2Workers
+	srv *http.Server
 }
 
 // startDaemon prepares everything that must work before the daemon reports
@@ -252,8 +254,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		d.api.AddReadyCheck("informer-sync-rbac", d.ctrl.RBACSynced)
 	}
 
+	d.h2 = newH2Workers(d.authenticated(d.api.Handler()))
 	d.srv = &http.Server{
-		Handler:           d.authenticated(d.api.Handler()),
+		Handler:           d.h2,
 		ConnContext:       d.connContext,
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
 		IdleTimeout:       DefaultIdleTimeout,
@@ -277,6 +280,8 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 // restarted.
 func (d *daemon) run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
+	d.h2.start()
+	defer d.h2.stop()
 	go func() { serveErr <- d.srv.ServeTLS(d.ln, "", "") }()
 	if d.insecureLn != nil {
 		go func() {
