@@ -99,6 +99,9 @@ type config struct {
 	kubeconfig       string
 	tlsRounds        int
 	tlsCreateClients int
+	// tlsRBACBindings, when positive, makes the TLS workloads a token
+	// user whose rights come from RBAC, among that many RoleBindings.
+	tlsRBACBindings  int
 	tlsWatchSizes    []watchSize
 	handshakeClients int
 
@@ -178,6 +181,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.compactionPayload, "compaction-payload", 64, "compaction workload: bytes of data per ConfigMap of the fill")
 	fs.IntVar(&cfg.compactionWriteRate, "compaction-write-rate", 1000, "compaction workload: creates per second during the compaction")
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "TLS workloads: the daemon's kubeconfig (HTTPS server, CA, client certificate); default: the one the daemon this tool starts writes")
+	fs.IntVar(&cfg.tlsRBACBindings, "tls-rbac-bindings", 1000, "TLS workloads: when positive, reach the HTTPS side as a token user (--token-auth-file) whose rights come from one of this many RoleBindings across 100 namespaces, instead of the kubeconfig's system:masters certificate (0: the certificate)")
 	fs.IntVar(&cfg.tlsRounds, "tls-rounds", 2, "tls workload: rounds of plain, TLS HTTP/1.1 and client-go HTTP/2 runs, in alternating order")
 	fs.IntVar(&cfg.tlsCreateClients, "tls-create-clients", 64, "tls workload: clients of the create runs (the get runs use --get-clients)")
 	tws := fs.String("tls-watch-sizes", "100x500,1000x1000", "tls-watch workload: comma-separated WATCHERSxWRITES_PER_SECOND fan-outs")
@@ -309,7 +313,15 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		d, startup, err := startDaemon(ctx, bin, filepath.Join(b.tmpDir, "data"), addr, cfg.readyTimeout, cfg.daemonArgs...)
+		args := cfg.daemonArgs
+		if cfg.tlsRBACBindings > 0 {
+			tokens := filepath.Join(b.tmpDir, "tokens.csv")
+			if err := os.WriteFile(tokens, []byte(benchToken+","+benchUser+",bench-uid\n"), 0o600); err != nil {
+				return err
+			}
+			args = append(args[:len(args):len(args)], "--token-auth-file", tokens)
+		}
+		d, startup, err := startDaemon(ctx, bin, filepath.Join(b.tmpDir, "data"), addr, cfg.readyTimeout, args...)
 		if err != nil {
 			return err
 		}

@@ -60,6 +60,78 @@ type tlsTarget struct {
 	tls *tls.Config
 }
 
+// The token user of the TLS workloads with --tls-rbac-bindings.
+const (
+	benchUser  = "bench-user"
+	benchToken = "bench-token-0123456789abcdef"
+)
+
+// bindBenchUser creates n RoleBindings across 100 namespaces, one of which
+// gives benchUser the edit ClusterRole in benchNamespace; the others name
+// other users. So a request of benchUser is decided by RBAC among n
+// bindings.
+func (b *bench) bindBenchUser(ctx context.Context, n int) error {
+	if err := b.c.ensureNamespace(ctx, benchNamespace); err != nil {
+		return err
+	}
+	const spread = 100
+	for i := range min(n, spread) {
+		if err := b.c.ensureNamespace(ctx, fmt.Sprintf("rbac-%d", i)); err != nil {
+			return err
+		}
+	}
+	if err := b.bindEdit(ctx, benchNamespace, "bench-user", benchUser); err != nil {
+		return err
+	}
+	for i := 1; i < n; i++ {
+		if err := b.bindEdit(ctx, fmt.Sprintf("rbac-%d", i%spread), fmt.Sprintf("b-%d", i), fmt.Sprintf("user-%d", i)); err != nil {
+			return err
+		}
+	}
+	b.logf("tls: %d RoleBindings across %d namespaces; the TLS clients are the token user %s, bound by one of them", n, min(n, spread), benchUser)
+	return nil
+}
+
+// bindEdit creates a RoleBinding name in ns giving user the edit
+// ClusterRole there.
+func (b *bench) bindEdit(ctx context.Context, ns, name, user string) error {
+	body := `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"` + name + `"},` +
+		`"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},` +
+		`"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"` + user + `"}]}`
+	code, out, err := b.c.doSimple(ctx, http.MethodPost, "/apis/rbac.authorization.k8s.io/v1/namespaces/"+ns+"/rolebindings", body)
+	if err != nil {
+		return fmt.Errorf("create rolebinding %s/%s: %w", ns, name, err)
+	}
+	if code != http.StatusCreated && code != http.StatusConflict {
+		return fmt.Errorf("create rolebinding %s/%s: HTTP %d: %.300s", ns, name, code, out)
+	}
+	return nil
+}
+
+// grantBenchUser lets the TLS workloads' token user (if any) edit ns, and
+// waits until the authorizer knows.
+func (b *bench) grantBenchUser(ctx context.Context, ns string) error {
+	if b.tls == nil || b.tls.rest.BearerToken == "" {
+		return nil
+	}
+	if err := b.bindEdit(ctx, ns, "bench-user", benchUser); err != nil {
+		return err
+	}
+	c := b.tls.h1Client(1)
+	defer c.close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, _, err := c.do(ctx, http.MethodGet, configMapsURL(c.base, ns)+"?limit=1", nil, nil)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the bench user may not list configmaps in %s: HTTP %d %v", ns, code, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // tlsTarget returns the daemon's HTTPS side: from --kubeconfig, or the
 // kubeconfig the daemon this tool started wrote in its data dir.
 func (b *bench) tlsTarget() (*tlsTarget, error) {
@@ -83,6 +155,16 @@ func (b *bench) tlsTarget() (*tlsTarget, error) {
 	if err != nil || u.Scheme != "https" {
 		return nil, fmt.Errorf("kubeconfig %s: server %q is not https", path, cfg.Host)
 	}
+	if b.cfg.tlsRBACBindings > 0 && b.d != nil {
+		// A token user that RBAC lets in, not system:masters (whom
+		// authorization lets through at once).
+		cfg = rest.AnonymousClientConfig(cfg)
+		cfg.QPS, cfg.Burst, cfg.Timeout = -1, 0, 0
+		cfg.BearerToken = benchToken
+		if err := b.bindBenchUser(context.Background(), b.cfg.tlsRBACBindings); err != nil {
+			return nil, err
+		}
+	}
 	tlsCfg, err := rest.TLSConfigFor(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: tls config: %w", path, err)
@@ -102,7 +184,29 @@ func (t *tlsTarget) h1Client(conns int) *client {
 	tr.TLSClientConfig = t.tls.Clone()
 	// A non-nil empty map keeps HTTP/2 off.
 	tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
-	return &client{base: t.base, tr: tr}
+	return &client{base: t.base, tr: t.withAuth(tr)}
+}
+
+// withAuth returns tr sending the target's bearer token, if it has one
+// (--tls-rbac-bindings), with each request.
+func (t *tlsTarget) withAuth(tr *http.Transport) http.RoundTripper {
+	if t.rest.BearerToken == "" {
+		return tr
+	}
+	return &bearerTransport{Transport: tr, auth: "Bearer " + t.rest.BearerToken}
+}
+
+// bearerTransport adds an Authorization header to every request.
+type bearerTransport struct {
+	*http.Transport
+	auth string
+}
+
+func (b *bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := *req
+	r.Header = req.Header.Clone()
+	r.Header.Set("Authorization", b.auth)
+	return b.Transport.RoundTrip(&r)
 }
 
 // clientGo is a client of client-go's own transport for the kubeconfig
@@ -126,19 +230,27 @@ type tlsVariant struct {
 func protoOf(ctx context.Context, c *client) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultRequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/api/v1/namespaces/default", nil)
-	if err != nil {
-		return "", err
+	var resp *http.Response
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, configMapsURL(c.base, benchNamespace)+"?limit=1", nil)
+		if err != nil {
+			return "", err
+		}
+		req.Header = hdrJSON
+		if resp, err = c.tr.RoundTrip(req); err != nil {
+			return "", err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		// A RoleBinding just made reaches the authorizer's index
+		// through the watch, a moment later.
+		if resp.StatusCode != http.StatusForbidden || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	req.Header = hdrJSON
-	resp, err := c.tr.RoundTrip(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, resp.Body)
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET namespace default: HTTP %d", resp.StatusCode)
+		return "", fmt.Errorf("list configmaps in %s: HTTP %d", benchNamespace, resp.StatusCode)
 	}
 	p := resp.Proto
 	if resp.TLS != nil {
@@ -159,6 +271,9 @@ func (b *bench) tlsVariants(ctx context.Context, conns int) ([]tlsVariant, func(
 		return nil, nil, err
 	}
 	vs := []tlsVariant{{"plain-h1", b.c}, {"tls-h1", t.h1Client(conns)}, {"tls-h2", cg}}
+	if err := b.c.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, nil, err
+	}
 	for _, v := range vs {
 		p, err := protoOf(ctx, v.c)
 		if err != nil {
@@ -297,7 +412,9 @@ func runTLSWatch(ctx context.Context, b *bench) ([]Result, error) {
 		plainTr := newTransport(size.Watchers)
 		plainTr.WriteBufferSize = 4 << 10
 		plainTr.ReadBufferSize = 32 << 10
-		tlsTr := t.h1Client(size.Watchers).tr.(*http.Transport)
+		tlsTr := newTransport(size.Watchers)
+		tlsTr.TLSClientConfig = t.tls.Clone()
+		tlsTr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
 		tlsTr.WriteBufferSize = 4 << 10
 		tlsTr.ReadBufferSize = 32 << 10
 		cg, err := t.clientGo()
@@ -310,7 +427,7 @@ func runTLSWatch(ctx context.Context, b *bench) ([]Result, error) {
 			note       string
 		}{
 			{"plain-h1", b.base, plainTr, "watches over plain HTTP/1.1, a connection each"},
-			{"tls-h1", t.base, tlsTr, "watches over HTTP/1.1 with TLS, a connection each"},
+			{"tls-h1", t.base, t.withAuth(tlsTr), "watches over HTTP/1.1 with TLS, a connection each"},
 			{"tls-h2", t.base, cg.tr, "watches through client-go's transport (rest.TransportFor): HTTP/2 over TLS, streams sharing connections"},
 		} {
 			settle(ctx, time.Second)
@@ -376,7 +493,20 @@ func runTLSHandshake(ctx context.Context, b *bench) ([]Result, error) {
 	tlsCfg.NextProtos = []string{"http/1.1"}
 	tlsAddr := net.JoinHostPort(t.host, t.port)
 	plainAddr := strings.TrimPrefix(b.base, "http://")
-	get := "GET /api/v1/namespaces/default HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\nUser-Agent: edgeapi-bench\r\n\r\n"
+	// The TLS clients' user may read ConfigMaps in the bench namespace
+	// (system:masters, or the token user of --tls-rbac-bindings).
+	if err := b.c.ensureNamespace(ctx, benchNamespace); err != nil {
+		return nil, err
+	}
+	auth := ""
+	if t.rest.BearerToken != "" {
+		auth = "Authorization: Bearer " + t.rest.BearerToken + "\r\n"
+	}
+	probe := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"tls-probe"},"data":{"k":"v"}}`
+	if code, out, err := b.c.doSimple(ctx, http.MethodPost, "/api/v1/namespaces/"+benchNamespace+"/configmaps", probe); err != nil || (code != http.StatusCreated && code != http.StatusConflict) {
+		return nil, fmt.Errorf("create the probe configmap: HTTP %d %v: %.300s", code, err, out)
+	}
+	get := "GET /api/v1/namespaces/" + benchNamespace + "/configmaps/tls-probe HTTP/1.1\r\nHost: %s\r\nAccept: application/json\r\nUser-Agent: edgeapi-bench\r\n" + auth + "\r\n"
 
 	// Go clients since 1.24 (client-go, kubectl) offer the post-quantum
 	// hybrid X25519MLKEM768 first, and the server takes it; the classic

@@ -166,6 +166,9 @@ func (b *bench) watchFanOut(ctx context.Context, spec fanOutSpec) ([]Result, err
 	if err := b.c.ensureNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
+	if err := b.grantBenchUser(ctx, ns); err != nil {
+		return nil, err
+	}
 	code, listBody, err := b.c.doSimple(ctx, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps", "")
 	if err != nil || code != http.StatusOK {
 		return nil, fmt.Errorf("list %s: HTTP %d %v", ns, code, err)
