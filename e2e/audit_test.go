@@ -311,9 +311,10 @@ func TestAudit_Stdout(t *testing.T) {
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--audit-log-path", "-"}})
 	c := &auditCall{client: d.HTTPClient(), method: "POST", path: "/api/v1/namespaces", body: `{"metadata":{"name":"audit-stdout"}}`, wantCode: 201}
 	c.do(t, d)
-	if want := `"auditID":"` + c.auditID + `"`; !strings.Contains(d.output.String(), want) {
-		t.Errorf("output lacks %s:\n%s", want, d.output.String())
-	}
+	// The daemon writes the event before it answers; the harness copies
+	// its output from a pipe a moment later.
+	want := `"auditID":"` + c.auditID + `"`
+	waitFor(t, "the event in the daemon's output", func() bool { return strings.Contains(d.output.String(), want) })
 }
 
 // TestAudit_Off: without --audit-log-path nothing is audited, and
