@@ -28,15 +28,18 @@ var errSlowClient = errors.New("watch client is slow to read")
 const streamQueue = 1 << 14
 
 // runStream runs a kicked stream: on a stream worker when it owns its
-// connection, else on a goroutine of its own. Either way a stream written
-// less than watchCoalesce ago waits for the end of the interval.
+// connection, else on a goroutine of its own. A stream that owns its
+// connection and was written less than watchCoalesce ago waits for the end
+// of the interval; one that writes through net/http batches by itself:
+// while its write waits for the connection (HTTP/2's serve loop, a TLS
+// write), its events queue, and its next drain writes them all at once.
 //
 // A few long-lived workers serve the kicked streams instead of a goroutine
 // per kick: a commit kicks every watcher at once, and a thousand runnable
 // goroutines would queue the requests that write (and everything else)
 // behind them; the workers also keep their grown stacks.
 func (s *Server) runStream(ws *watchStream) {
-	if time.Now().UnixNano()-ws.lastWrite.Load() < int64(watchCoalesce) {
+	if ws.pooled && time.Now().UnixNano()-ws.lastWrite.Load() < int64(watchCoalesce) {
 		s.coalesce(ws)
 		return
 	}
