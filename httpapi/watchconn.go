@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -27,7 +28,11 @@ var errSlowClient = errors.New("watch client is slow to read")
 const streamQueue = 1 << 14
 
 // runStream runs a kicked stream: on a stream worker when it owns its
-// connection, else on a goroutine of its own.
+// connection, else on a goroutine of its own. A stream that owns its
+// connection and was written less than watchCoalesce ago waits for the end
+// of the interval; one that writes through net/http batches by itself:
+// while its write waits for the connection (HTTP/2's serve loop, a TLS
+// write), its events queue, and its next drain writes them all at once.
 //
 // A few long-lived workers serve the kicked streams instead of a goroutine
 // per kick: a commit kicks every watcher at once, and a thousand runnable
@@ -192,7 +197,7 @@ func (s *Server) addStream(ws *watchStream, hijacked bool) {
 		s.streamSet = make(map[*watchStream]bool)
 	}
 	s.streamSet[ws] = hijacked
-	if hijacked && !s.peerCheckRunning {
+	if !s.peerCheckRunning {
 		s.peerCheckRunning = true
 		go s.runPeerCheck()
 	}
@@ -220,9 +225,10 @@ func (s *Server) endStreams() {
 }
 
 // runPeerCheck ends, every watchPeerCheck, the streams whose client closed
-// its connection. A stream that owns its connection has no reader that
-// would notice (that reader would be a goroutine per watch): the check is
-// one non-blocking peek per connection.
+// its connection, and those whose write through net/http has been blocked
+// for longer than watchWriteTimeout (see responseOut). A stream that owns
+// its connection has no reader that would notice (that reader would be a
+// goroutine per watch): the check is one non-blocking peek per connection.
 func (s *Server) runPeerCheck() {
 	t := time.NewTicker(watchPeerCheck)
 	defer t.Stop()
@@ -235,15 +241,21 @@ func (s *Server) runPeerCheck() {
 		}
 		batch = batch[:0]
 		s.streamsMu.Lock()
-		for ws, hijacked := range s.streamSet {
-			if hijacked {
-				batch = append(batch, ws)
-			}
+		for ws := range s.streamSet {
+			batch = append(batch, ws)
 		}
 		s.streamsMu.Unlock()
+		now := time.Now()
 		for _, ws := range batch {
-			if o, ok := ws.out.(*connOut); ok && o.peerClosed() {
-				ws.cancel()
+			switch o := ws.out.(type) {
+			case *connOut:
+				if o.peerClosed() {
+					ws.cancel()
+				}
+			case *responseOut:
+				if o.stuck(now) {
+					ws.cancel()
+				}
 			}
 		}
 		clear(batch)
@@ -420,56 +432,132 @@ func (o *connOut) peerClosed() bool {
 	return !o.released && (o.raw == nil || peek(o.raw))
 }
 
-// responseOut writes a watch response through net/http.
+// responseWriteBatch bounds the bytes a responseOut gathers before it
+// hands them to net/http in one Write: a drain under load writes its
+// events in writes of at most this size (one larger event alone), so a
+// stream holds at most this much besides the shared event encodings.
+const responseWriteBatch = 64 << 10
+
+// writeBatches holds the buffers responseOuts gather lines into, so that
+// an idle stream keeps none.
+var writeBatches = sync.Pool{New: func() any {
+	b := make([]byte, 0, responseWriteBatch)
+	return &b
+}}
+
+// responseOut writes a watch response through net/http (HTTP/2, TLS, test
+// recorders).
+//
+// Each write through net/http's HTTP/2 server is a synchronous hand-off to
+// the connection's single serve loop, which every stream of the
+// connection shares: for every 4 KiB its response writer buffers, for
+// every Flush and for every SetWriteDeadline. So responseOut keeps the
+// lines of a drain (references to the shared encodings) and writes them
+// at the flush as one Write, which net/http passes on whole when it is
+// larger than its buffer, and one Flush: an idle stream still gets each
+// event at once, while a stream that fell behind carries every event
+// queued for it in one hand-off. Instead of a write deadline that would be
+// set and lifted around every flush (two more hand-offs), the peer check
+// (runPeerCheck) aborts a write still blocked after watchWriteTimeout.
 type responseOut struct {
-	resp     *echo.Response
-	rc       *http.ResponseController
-	deadline writeDeadline
+	resp *echo.Response
+	rc   *http.ResponseController
+	// lines are the lines written since the last flush, size their
+	// bytes; borrowed from lineBuffers while not empty.
+	lines *net.Buffers
+	size  int
+	// writing is when the write in progress began (UnixNano), 0 when
+	// none is.
+	writing atomic.Int64
 	// mu guards returned: the handler has returned, so the response
 	// writer must not be touched (HTTP/2's panics). abort runs on other
-	// goroutines (server close, the request context's AfterFunc) and may
-	// come after that.
+	// goroutines (server close, the request context's AfterFunc, the
+	// peer check) and may come after that.
 	mu       sync.Mutex
 	returned bool
-	// aborted: abort set a deadline in the past, which flush must not
-	// lift. Guarded by mu.
-	aborted bool
 }
 
 func (o *responseOut) write(line []byte) error {
-	o.deadline.move(o.rc.SetWriteDeadline)
-	_, err := o.resp.Write(line)
+	if o.lines == nil {
+		o.lines = lineBuffers.Get().(*net.Buffers)
+	}
+	*o.lines = append(*o.lines, line)
+	o.size += len(line)
+	if o.size >= responseWriteBatch {
+		return o.writeLines()
+	}
+	return nil
+}
+
+// writeLines hands the gathered lines to net/http in one Write (without
+// a copy when there is one line).
+func (o *responseOut) writeLines() error {
+	if o.lines == nil {
+		return nil
+	}
+	lp := o.lines
+	lines := *lp
+	o.lines = nil
+	defer func() {
+		clear(lines)
+		*lp = lines[:0]
+		lineBuffers.Put(lp)
+	}()
+	var b []byte
+	if len(lines) == 1 {
+		b = lines[0]
+	} else {
+		bp := writeBatches.Get().(*[]byte)
+		defer func() {
+			*bp = b[:0]
+			if cap(b) > responseWriteBatch*2 {
+				*bp = make([]byte, 0, responseWriteBatch)
+			}
+			writeBatches.Put(bp)
+		}()
+		b = (*bp)[:0]
+		for _, l := range lines {
+			b = append(b, l...)
+		}
+	}
+	o.size = 0
+	o.writing.Store(time.Now().UnixNano())
+	defer o.writing.Store(0)
+	_, err := o.resp.Write(b)
 	return err
 }
 
-// flush sends what was written, then lifts the write deadline: over
-// HTTP/2 a deadline that passes resets the stream even while nothing is
-// being written, so one left set after a write would end an idle watch
-// watchWriteTimeout later (over HTTP/1.1 it only fails a late write, and
-// the next write moves it anyway).
+// flush writes what was gathered and sends it.
 func (o *responseOut) flush() error {
-	err := o.rc.Flush()
-	if o.deadline.set.IsZero() {
+	if err := o.writeLines(); err != nil {
 		return err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if !o.returned && !o.aborted {
-		_ = o.rc.SetWriteDeadline(time.Time{})
-		o.deadline = writeDeadline{}
-	}
-	return err
+	o.writing.Store(time.Now().UnixNano())
+	defer o.writing.Store(0)
+	return o.rc.Flush()
 }
 
-func (o *responseOut) close() {}
+// stuck reports whether a write has been blocked for longer than
+// watchWriteTimeout at now.
+func (o *responseOut) stuck(now time.Time) bool {
+	w := o.writing.Load()
+	return w != 0 && now.UnixNano()-w > int64(watchWriteTimeout)
+}
+
+// close writes what is still gathered (an ERROR event after a failed
+// drain); net/http sends it as the handler returns.
+func (o *responseOut) close() {
+	_ = o.writeLines()
+}
 
 func (o *responseOut) setWorker(bool) {}
 
+// abort makes a blocked write fail: a deadline in the past resets an
+// HTTP/2 stream at once and fails an HTTP/1.1 connection's writes.
 func (o *responseOut) abort() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.returned {
-		o.aborted = true
 		_ = o.rc.SetWriteDeadline(time.Now())
 	}
 }
