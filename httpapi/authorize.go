@@ -144,7 +144,7 @@ func requestAttributes(req *http.Request, u user.Info) authorizer.AttributesReco
 	if a.Name == "" && a.Verb == "get" {
 		q := req.URL.Query()
 		a.Verb = "list"
-		if isTrue(q.Get("watch")) {
+		if watchParam(q) {
 			a.Verb = "watch"
 		}
 		if fs := q.Get("fieldSelector"); fs != "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -41,7 +42,7 @@ func (s *Server) serveResource(c echo.Context) error {
 		// HEAD is 405, and a HEAD on a watch must not stream.
 		return s.writeError(c, errMethodNotAllowed())
 	}
-	ri, ok := parseRequestInfo(req.Method, req.URL.Path, isTrue(req.URL.Query().Get("watch")))
+	ri, ok := parseRequestInfo(req.Method, req.URL.Path, watchParam(req.URL.Query()))
 	if !ok {
 		trimmed := strings.Trim(req.URL.Path, "/")
 		switch {
@@ -298,4 +299,10 @@ func (s *Server) boundLargeBodies(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func isTrue(v string) bool { return v == "1" || v == "true" || v == "True" }
+// watchParam reports whether q asks for a watch, as kube-apiserver decodes
+// ListOptions' watch: present and neither "0" nor "false" in any case
+// ("?watch" and "?watch=yes" are watches).
+func watchParam(q url.Values) bool {
+	vs := q["watch"]
+	return len(vs) > 0 && vs[0] != "0" && !strings.EqualFold(vs[0], "false")
+}
