@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/edgeapi/edgeapi/pki"
 )
 
 func TestClientAddress(t *testing.T) {
@@ -35,7 +37,7 @@ func TestKubeconfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := writeFileAtomic(path, b, 0o600); err != nil {
+	if err := pki.WriteFileAtomic(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fi, err := os.Stat(path)

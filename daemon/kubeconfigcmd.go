@@ -96,7 +96,7 @@ func runKubeconfig(_ context.Context, args []string) error {
 		_, err := os.Stdout.Write(kc)
 		return err
 	}
-	if err := writeFileAtomic(*out, kc, 0o600); err != nil {
+	if err := pki.WriteFileAtomic(*out, kc, 0o600); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil

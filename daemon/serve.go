@@ -26,6 +26,7 @@ import (
 	"github.com/edgeapi/edgeapi/controller"
 	"github.com/edgeapi/edgeapi/encryption"
 	"github.com/edgeapi/edgeapi/httpapi"
+	"github.com/edgeapi/edgeapi/pki"
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
@@ -211,7 +212,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err
 	}
 	d.kubeconfigPath = filepath.Join(dataDir, kubeconfigFileName)
-	if err := writeFileAtomic(d.kubeconfigPath, kc, 0o600); err != nil {
+	if err := pki.WriteFileAtomic(d.kubeconfigPath, kc, 0o600); err != nil {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
 	insecurePath := filepath.Join(dataDir, insecureKubeconfigFileName)
@@ -220,7 +221,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		if err != nil {
 			return nil, err
 		}
-		if err := writeFileAtomic(insecurePath, kc, 0o600); err != nil {
+		if err := pki.WriteFileAtomic(insecurePath, kc, 0o600); err != nil {
 			return nil, fmt.Errorf("write insecure kubeconfig: %w", err)
 		}
 	} else if err := os.Remove(insecurePath); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -186,10 +186,10 @@ func (b *Bundle) write(keyPath, certPath string, der []byte, key *ecdsa.PrivateK
 	if err != nil {
 		return fmt.Errorf("encode key: %w", err)
 	}
-	if err := writeFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := WriteFileAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", keyPath, err)
 	}
-	if err := writeFileAtomic(certPath, pemCert(der), 0o644); err != nil {
+	if err := WriteFileAtomic(certPath, pemCert(der), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", certPath, err)
 	}
 	b.Created = append(b.Created, certPath, keyPath)
@@ -295,10 +295,10 @@ func pemCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
-// writeFileAtomic writes data to path with mode perm through a temporary
+// WriteFileAtomic writes data to path with mode perm through a temporary
 // file in the same directory, synced and renamed, so a reader never sees a
 // partial file and a key is never readable by others, even briefly.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
+func WriteFileAtomic(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/edgeapi/edgeapi/pki"
 )
 
 // KeyFileName is the signing key's file name in the PKI directory
@@ -52,7 +54,7 @@ func EnsureKey(path string) (key crypto.Signer, created bool, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, false, fmt.Errorf("create service account key dir: %w", err)
 	}
-	if err := writeFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
+	if err := pki.WriteFileAtomic(path, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}), 0o600); err != nil {
 		return nil, false, fmt.Errorf("write service account key: %w", err)
 	}
 	return ec, true, nil
@@ -183,32 +185,4 @@ func KeyID(pub crypto.PublicKey) (string, error) {
 	}
 	sum := sha256.Sum256(der)
 	return base64.RawURLEncoding.EncodeToString(sum[:]), nil
-}
-
-// writeFileAtomic writes data to path with mode perm through a synced
-// temporary file renamed over it, so that the key is never partly written
-// nor readable by others, even briefly.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp) // no-op after the rename
-	if err := f.Chmod(perm); err != nil {
-		f.Close()
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
