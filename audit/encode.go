@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"sort"
 	"strconv"
-	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/edgeapi/edgeapi/internal/jsonstr"
 )
 
 // appendJSON appends ev as encoding/json marshals it, byte for byte (the
@@ -205,61 +206,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s as a JSON string with encoding/json's
-// escaping: ", \ and the control characters escaped (\b \f \n \r \t short),
-// <, > and & as \u003c, \u003e and \u0026 (its HTML escaping, on in
-// kube-apiserver's serializer), invalid UTF-8 as \ufffd, and U+2028 and
-// U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
-}
+// appendJSONString appends s as encoding/json writes it (with its HTML
+// escaping, on in kube-apiserver's serializer).
+func appendJSONString(b []byte, s string) []byte { return jsonstr.Append(b, s) }

@@ -4,7 +4,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/edgeapi/edgeapi/internal/jsonstr"
 )
 
 // appendJSON appends the JSON encoding of v, a tree of the values JSON
@@ -20,7 +21,7 @@ func appendJSON(dst []byte, v interface{}) ([]byte, bool) {
 	case nil:
 		return append(dst, "null"...), true
 	case string:
-		return appendJSONString(dst, v), true
+		return jsonstr.Append(dst, v), true
 	case bool:
 		return strconv.AppendBool(dst, v), true
 	case int64:
@@ -66,7 +67,7 @@ func appendJSONObject(dst []byte, m map[string]interface{}, skip string) ([]byte
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = jsonstr.Append(dst, k)
 		dst = append(dst, ':')
 		var ok bool
 		if dst, ok = appendJSON(dst, m[k]); !ok {
@@ -94,61 +95,4 @@ func appendJSONFloat(dst []byte, f float64) ([]byte, bool) {
 		}
 	}
 	return dst, true
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString is encoding/json's string form with HTML escaping:
-// ", \ and control characters escaped (\b \f \n \r \t short), <, > and &
-// as \u00XX, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		b := s[i]
-		if b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }

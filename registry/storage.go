@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/edgeapi/edgeapi/internal/jsonstr"
 	"github.com/edgeapi/edgeapi/store"
 )
 
@@ -128,7 +129,7 @@ func appendStoredJSON(dst []byte, obj map[string]interface{}) ([]byte, bool) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, k)
+		dst = jsonstr.Append(dst, k)
 		dst = append(dst, ':')
 		var ok bool
 		if md, isMap := obj[k].(map[string]interface{}); isMap && k == "metadata" {
