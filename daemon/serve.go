@@ -62,7 +62,7 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 // HTTP server over one listener.
 type daemon struct {
 	// metrics are served at metricsPath.
-	metrics *daemonMetrics
+	metrics        *daemonMetrics
 	cfg            serveConfig
 	log            *zap.Logger
 	started        time.Time
