@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"net/http"
 	"testing"
 
@@ -31,6 +32,23 @@ func TestMetrics_Requests(t *testing.T) {
 	}
 	if r := authReq(t, c, d, "GET", "/api/v1/namespaces/team/configmaps/missing", admin, nil); r.Status != http.StatusNotFound {
 		t.Fatalf("get missing: %d %s", r.Status, r.Body)
+	}
+
+	// A watch that runs while /metrics is read is a long-running request.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wreq, err := http.NewRequestWithContext(ctx, "GET", d.URL+"/api/v1/namespaces/team/configmaps?watch=1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wreq.Header = admin.Clone()
+	wresp, err := c.Do(wreq)
+	if err != nil {
+		t.Fatalf("watch: %v", err)
+	}
+	defer wresp.Body.Close()
+	if wresp.StatusCode != http.StatusOK {
+		t.Fatalf("watch: %d", wresp.StatusCode)
 	}
 
 	r := authReq(t, c, d, "GET", "/metrics", alice, nil)
@@ -66,6 +84,11 @@ func TestMetrics_Requests(t *testing.T) {
 			t.Errorf("apiserver_request_total%v: got %v, want %v", tc.labels, got, tc.want)
 		}
 	}
+	longRunning := map[string]string{"verb": "WATCH", "group": "", "version": "v1", "resource": "configmaps",
+		"subresource": "", "scope": "namespace", "component": "apiserver"}
+	if got := sumGauge(mfs["apiserver_longrunning_requests"], longRunning); got != 1 {
+		t.Errorf("apiserver_longrunning_requests%v: got %v, want 1", longRunning, got)
+	}
 	for name, typ := range map[string]dto.MetricType{
 		"apiserver_request_duration_seconds":  dto.MetricType_HISTOGRAM,
 		"apiserver_current_inflight_requests": dto.MetricType_GAUGE,
@@ -78,17 +101,33 @@ func TestMetrics_Requests(t *testing.T) {
 	}
 }
 
+// sumGauge is the sum of mf's gauges that carry every label of want.
+func sumGauge(mf *dto.MetricFamily, want map[string]string) float64 {
+	var sum float64
+	for _, m := range mf.GetMetric() {
+		if hasEveryLabel(m, want) {
+			sum += m.GetGauge().GetValue()
+		}
+	}
+	return sum
+}
+
+// hasEveryLabel reports whether m carries every label of want.
+func hasEveryLabel(m *dto.Metric, want map[string]string) bool {
+	n := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := want[lp.GetName()]; ok && v == lp.GetValue() {
+			n++
+		}
+	}
+	return n == len(want)
+}
+
 // sumCounter is the sum of mf's counters that carry every label of want.
 func sumCounter(mf *dto.MetricFamily, want map[string]string) float64 {
 	var sum float64
 	for _, m := range mf.GetMetric() {
-		n := 0
-		for _, lp := range m.GetLabel() {
-			if v, ok := want[lp.GetName()]; ok && v == lp.GetValue() {
-				n++
-			}
-		}
-		if n == len(want) {
+		if hasEveryLabel(m, want) {
 			sum += m.GetCounter().GetValue()
 		}
 	}
