@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/edgeapi/edgeapi/httpapi"
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // metricsPath is where the daemon serves its metrics in the Prometheus
@@ -23,15 +24,18 @@ type daemonMetrics struct {
 	requests *httpapi.Metrics
 }
 
-// newDaemonMetrics creates the registry with the Go and process collectors
-// and the request metrics.
-func newDaemonMetrics() (*daemonMetrics, error) {
+// newDaemonMetrics creates the registry with the Go and process collectors,
+// the store's figures and the request metrics.
+func newDaemonMetrics(stats func() store.Stats) (*daemonMetrics, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, fmt.Errorf("register go collector: %w", err)
 	}
 	if err := reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})); err != nil {
 		return nil, fmt.Errorf("register process collector: %w", err)
+	}
+	if err := reg.Register(storeCollector{stats: stats}); err != nil {
+		return nil, fmt.Errorf("register store collector: %w", err)
 	}
 	requests, err := httpapi.NewMetrics(reg)
 	if err != nil {

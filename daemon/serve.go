@@ -179,7 +179,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	}
 	reg := registry.Builtin(builtinOpts)
 
-	if d.metrics, err = newDaemonMetrics(); err != nil {
+	if d.metrics, err = newDaemonMetrics(d.db.Stats); err != nil {
 		return nil, err
 	}
 	d.api, err = httpapi.New(httpapi.Config{

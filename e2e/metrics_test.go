@@ -14,7 +14,7 @@ import (
 // TestMetrics_Requests: after some requests, /metrics over TLS as the
 // admin has apiserver_request_total with kube-apiserver's labels and the
 // right counts, the duration histogram and the Go and process collectors;
-// a user no role binds gets 403 on /metrics, and that refusal is counted
+// the store's edgeapi_ figures are there; a user no role binds gets 403 on /metrics, and that refusal is counted
 // too.
 func TestMetrics_Requests(t *testing.T) {
 	t.Parallel()
@@ -88,6 +88,28 @@ func TestMetrics_Requests(t *testing.T) {
 		"subresource": "", "scope": "namespace", "component": "apiserver"}
 	if got := sumGauge(mfs["apiserver_longrunning_requests"], longRunning); got != 1 {
 		t.Errorf("apiserver_longrunning_requests%v: got %v, want 1", longRunning, got)
+	}
+	// The store's figures: the namespace and the ConfigMap were at least
+	// two committed writes.
+	for _, tc := range []struct {
+		name string
+		min  float64
+	}{
+		{"edgeapi_store_batched_writes_total", 2},
+		{"edgeapi_store_commit_batches_total", 1},
+		{"edgeapi_store_revision", 2},
+		{"edgeapi_store_db_size_bytes", 1},
+		{"edgeapi_store_changelog_rows", 2},
+	} {
+		mf := mfs[tc.name]
+		if mf == nil || len(mf.GetMetric()) != 1 {
+			t.Errorf("%s: got %v, want one series", tc.name, mf)
+			continue
+		}
+		m := mf.GetMetric()[0]
+		if got := m.GetCounter().GetValue() + m.GetGauge().GetValue(); got < tc.min {
+			t.Errorf("%s: got %v, want at least %v", tc.name, got, tc.min)
+		}
 	}
 	for name, typ := range map[string]dto.MetricType{
 		"apiserver_request_duration_seconds":  dto.MetricType_HISTOGRAM,
