@@ -232,14 +232,16 @@ func queryValue(q, key string) (string, bool) {
 	return "", false
 }
 
-// instrument is the echo middleware that records every request in m, in
-// front of authorization so that refused requests are counted too. A
-// watch counts as long-running while it runs, any other request as in
-// flight.
-func (s *Server) instrument(next echo.HandlerFunc) echo.HandlerFunc {
+// instrumentAndAuthorize is the echo pre-routing middleware that records
+// every request in Config.Metrics and authorizes it (authorizeRequests),
+// so that refused requests are counted too. A watch counts as
+// long-running while it runs, any other request as in flight. It is one
+// middleware because echo wraps its pre-routing middleware around each
+// request anew: each one is an allocation per request.
+func (s *Server) instrumentAndAuthorize(next echo.HandlerFunc) echo.HandlerFunc {
 	m := s.cfg.Metrics
 	if m == nil {
-		return next
+		return s.authorizeRequests(next)
 	}
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -254,7 +256,7 @@ func (s *Server) instrument(next echo.HandlerFunc) echo.HandlerFunc {
 			g = m.mutating
 		}
 		g.Inc()
-		err := next(c)
+		err := s.authorize(c, next)
 		if err != nil {
 			// The status is written by the error handler; run it here
 			// so that the code recorded is the one sent.
