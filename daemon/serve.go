@@ -62,6 +62,8 @@ func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
 // daemon is one running `edgeapi serve`: the store, the API server and the
 // HTTP server over one listener.
 type daemon struct {
+	// metrics are served at metricsPath.
+	metrics        *daemonMetrics
 	cfg            serveConfig
 	log            *zap.Logger
 	started        time.Time
@@ -178,6 +180,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	}
 	reg := registry.Builtin(builtinOpts)
 
+	if d.metrics, err = newDaemonMetrics(d.db.Stats); err != nil {
+		return nil, err
+	}
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,
 		Registry:            reg,
@@ -192,6 +197,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		RuleResolver:        d.auth.ruleResolver,
 		AdmitWrite:          d.auth.admitWrite(),
 		Extra:               d.extraHandlers(),
+		Metrics:             d.metrics.requests,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create api server: %w", err)
@@ -462,7 +468,7 @@ const statsPath = "/debug/edgeapi/stats"
 // extraHandlers are the paths served beside the Kubernetes API: the
 // daemon's figures and the ServiceAccount issuer discovery.
 func (d *daemon) extraHandlers() map[string]http.Handler {
-	m := map[string]http.Handler{statsPath: d.statsHandler()}
+	m := map[string]http.Handler{statsPath: d.statsHandler(), metricsPath: d.metrics.handler()}
 	for path, h := range d.saTokens.discovery {
 		m[path] = h
 	}

@@ -28,37 +28,41 @@ import (
 // context (authn.UserFrom), put there by the authentication in front of
 // Handler; a request without one gets 401.
 func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if s.cfg.Authorizer == nil {
-			return next(c)
-		}
-		req := c.Request()
-		u, ok := authn.UserFrom(req.Context())
-		if !ok {
-			return s.writeError(c, authn.Unauthorized())
-		}
-		attrs := requestAttributes(req, u)
-		var d authorizer.Decision
-		var reason string
-		var err error
-		// The reason of an allowed request is wanted only by the audit
-		// log, and costs more than the decision.
-		if q, ok := s.cfg.Authorizer.(quietAuthorizer); ok && !audit.Audited(req.Context()) {
-			d, reason, err = q.AuthorizeQuiet(req.Context(), &attrs)
-		} else {
-			d, reason, err = s.cfg.Authorizer.Authorize(req.Context(), &attrs)
-		}
-		audit.SetAuthorizationDecision(req.Context(), d == authorizer.DecisionAllow, reason)
-		if d == authorizer.DecisionAllow {
-			return next(c)
-		}
-		if err != nil {
-			// kube-apiserver answers an authorizer error with a 500; a
-			// 403 tells the client as much without blaming the server.
-			s.log.Warn("authorize request", zap.String("user", u.GetName()), zap.String("path", req.URL.Path), zap.Error(err))
-		}
-		return s.writeError(c, rbac.Forbidden(&attrs, reason))
+	return func(c echo.Context) error { return s.authorize(c, next) }
+}
+
+// authorize serves c with next if Config.Authorizer allows it (see
+// authorizeRequests).
+func (s *Server) authorize(c echo.Context, next echo.HandlerFunc) error {
+	if s.cfg.Authorizer == nil {
+		return next(c)
 	}
+	req := c.Request()
+	u, ok := authn.UserFrom(req.Context())
+	if !ok {
+		return s.writeError(c, authn.Unauthorized())
+	}
+	attrs := requestAttributes(req, u)
+	var d authorizer.Decision
+	var reason string
+	var err error
+	// The reason of an allowed request is wanted only by the audit
+	// log, and costs more than the decision.
+	if q, ok := s.cfg.Authorizer.(quietAuthorizer); ok && !audit.Audited(req.Context()) {
+		d, reason, err = q.AuthorizeQuiet(req.Context(), &attrs)
+	} else {
+		d, reason, err = s.cfg.Authorizer.Authorize(req.Context(), &attrs)
+	}
+	audit.SetAuthorizationDecision(req.Context(), d == authorizer.DecisionAllow, reason)
+	if d == authorizer.DecisionAllow {
+		return next(c)
+	}
+	if err != nil {
+		// kube-apiserver answers an authorizer error with a 500; a
+		// 403 tells the client as much without blaming the server.
+		s.log.Warn("authorize request", zap.String("user", u.GetName()), zap.String("path", req.URL.Path), zap.Error(err))
+	}
+	return s.writeError(c, rbac.Forbidden(&attrs, reason))
 }
 
 // RequestAttributes describes req as the authorizer sees it, without a

@@ -20,7 +20,7 @@ func (s *Server) routes() *echo.Echo {
 	e.HideBanner = true
 	e.HidePort = true
 	e.HTTPErrorHandler = s.routeError
-	e.Pre(s.authorizeRequests)
+	e.Pre(s.instrumentAndAuthorize)
 	e.Use(s.logRequests)
 	e.Use(s.boundLargeBodies)
 	e.Any("/api", getOnly(s.serveAPIVersions))

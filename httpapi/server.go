@@ -97,6 +97,8 @@ type Config struct {
 	// API (the daemon's own figures), behind the same authorization:
 	// RBAC lets a user reach one through nonResourceURLs.
 	Extra map[string]http.Handler
+	// Metrics, when set, records every request (see NewMetrics).
+	Metrics *Metrics
 }
 
 // Server is the API server. Create it with New, call Start, serve Handler,
