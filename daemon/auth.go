@@ -121,6 +121,8 @@ func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
 // impersonation). Without it there is no audit filter at all.
 func (d *daemon) authenticated(h http.Handler) http.Handler {
 	writeError := d.api.WriteError
+	// As in kube-apiserver, max-in-flight sees the impersonated user.
+	h = withMaxInFlight(h, d.cfg.MaxRequestsInflight, d.cfg.MaxMutatingRequestsInflight)
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, authn.Unauthorized())
 	})
