@@ -123,7 +123,6 @@ func (d *daemon) authenticated(h http.Handler) http.Handler {
 	writeError := d.api.WriteError
 	// As in kube-apiserver, max-in-flight sees the impersonated user.
 	h = withMaxInFlight(h, d.cfg.MaxRequestsInflight, d.cfg.MaxMutatingRequestsInflight)
-	h = withWatchLimit(h, d.cfg.MaxWatches, d.cfg.MaxWatchesPerUser, writeError)
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, authn.Unauthorized())
 	})

@@ -24,12 +24,13 @@ const (
 	DefaultMaxWatchesPerUser = 500
 )
 
-// watchLimit serves at most total watches at once, and at most perUser
+// watchLimit admits at most total watches at once, and at most perUser
 // of one user (by name; requests without a user count under ""); past
 // either it answers 429 TooManyRequests as a Status in the representation
-// the request accepts, with Retry-After: 1. A bound of 0 is no bound.
+// the request accepts, with Retry-After: 1. A bound of 0 is no bound. It
+// is the API's Config.AdmitWatch: a watch that owns its connection
+// outlives its handler, so no filter in front of the handler sees it end.
 type watchLimit struct {
-	next       http.Handler
 	writeError func(http.ResponseWriter, *http.Request, error)
 	total      int
 	perUser    int
@@ -39,21 +40,17 @@ type watchLimit struct {
 	byUser map[string]int
 }
 
-// withWatchLimit returns next behind watchLimit, or next itself when both
-// bounds are 0.
-func withWatchLimit(next http.Handler, total, perUser int, writeError func(http.ResponseWriter, *http.Request, error)) http.Handler {
+// newWatchLimit returns a watchLimit, or nil when both bounds are 0.
+func newWatchLimit(total, perUser int, writeError func(http.ResponseWriter, *http.Request, error)) *watchLimit {
 	if total == 0 && perUser == 0 {
-		return next
+		return nil
 	}
-	return &watchLimit{next: next, writeError: writeError, total: total, perUser: perUser, byUser: map[string]int{}}
+	return &watchLimit{writeError: writeError, total: total, perUser: perUser, byUser: map[string]int{}}
 }
 
-// ServeHTTP implements http.Handler.
-func (l *watchLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if (r.Method != http.MethodGet && r.Method != http.MethodHead) || !isWatch(r) {
-		l.next.ServeHTTP(w, r)
-		return
-	}
+// admit counts the watch r and returns the function that uncounts it, or
+// writes the 429 to w and returns false.
+func (l *watchLimit) admit(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
 	var name string
 	if u, ok := authn.UserFrom(r.Context()); ok {
 		name = u.GetName()
@@ -61,10 +58,9 @@ func (l *watchLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := l.acquire(name); err != nil {
 		w.Header().Set("Retry-After", "1")
 		l.writeError(w, r, err)
-		return
+		return nil, false
 	}
-	defer l.release(name)
-	l.next.ServeHTTP(w, r)
+	return func() { l.release(name) }, true
 }
 
 // acquire counts a watch of user, or returns the 429 to answer.

@@ -33,14 +33,25 @@ func newWriteError(t *testing.T) func(http.ResponseWriter, *http.Request, error)
 	return s.WriteError
 }
 
-// TestWatchLimit_ServeHTTP: past the total or the per-user bound a watch
+// TestWatchLimit_Admit: past the total or the per-user bound a watch
 // gets 429 TooManyRequests as a Status, in JSON or protobuf as asked,
 // with Retry-After: 1 and details.retryAfterSeconds 1; system:masters is
 // bounded too; other requests are not counted; an ended watch frees its
 // place.
-func TestWatchLimit_ServeHTTP(t *testing.T) {
+func TestWatchLimit_Admit(t *testing.T) {
 	next := &blockingHandler{entered: make(chan struct{}), release: make(chan struct{})}
-	h := withWatchLimit(next, 3, 2, newWriteError(t))
+	l := newWatchLimit(3, 2, newWriteError(t))
+	// h is the API as it uses l: every watch asks admit.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isWatch(r) {
+			release, ok := l.admit(w, r)
+			if !ok {
+				return
+			}
+			defer release()
+		}
+		next.ServeHTTP(w, r)
+	})
 	bob := &user.DefaultInfo{Name: "bob", Groups: []string{user.SystemPrivilegedGroup}}
 	const watch = blockPath + "?watch=true"
 	hold := func(u user.Info) {
@@ -106,5 +117,16 @@ func TestWatchLimit_ServeHTTP(t *testing.T) {
 	close(next.release)
 	for serve("/api/v1/namespaces/default/configmaps?watch=1", "application/json", bob).Code != http.StatusOK {
 		// The held watches end.
+	}
+}
+
+// TestNewWatchLimit_Off: with both bounds 0 there is no watchLimit, and
+// the API asks nothing.
+func TestNewWatchLimit_Off(t *testing.T) {
+	if l := newWatchLimit(0, 0, nil); l != nil {
+		t.Errorf("newWatchLimit(0, 0) = %v, want nil", l)
+	}
+	if l := newWatchLimit(0, 1, nil); l == nil {
+		t.Errorf("newWatchLimit(0, 1) = nil, want a bound")
 	}
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -132,27 +133,36 @@ func TestMaxInflight_TooManyRequests(t *testing.T) {
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--max-requests-inflight", "2", "--max-mutating-requests-inflight", "1"}})
 	bindBurstUser(t, d.Clientset())
 
-	slow := startSlowCreate(t, d, "slow")
-	// The slow create takes the slot once its head is read: until then a
-	// probe may be served.
+	// The slow create takes the slot once its head is read; a probe that
+	// is served at that moment makes the slow create itself get the 429,
+	// and then a new slow create is started.
 	probe := func(i int) string {
 		return fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"probe-%d"}}`, i)
 	}
 	var (
+		slow   *slowCreate
 		code   int
 		header http.Header
 		body   string
+		n      int
 	)
-	for i := 0; ; i++ {
-		if i == 1000 {
-			t.Fatalf("no 429 after %d creates while the only mutating slot is held; last: %d %s", i, code, body)
+	for attempt := 0; code != http.StatusTooManyRequests; attempt++ {
+		if attempt == 20 {
+			t.Fatalf("no 429 while the only mutating slot is held; last: %d %s", code, body)
 		}
-		code, header, body = burstRequest(t, d, http.MethodPost, "/api/v1/namespaces/default/configmaps", probe(i), true)
-		if code == http.StatusTooManyRequests {
-			break
+		if slow != nil {
+			slow.conn.Close()
 		}
-		if code != http.StatusCreated {
-			t.Fatalf("probe create: %d %s, want 201 or 429", code, body)
+		slow = startSlowCreate(t, d, fmt.Sprintf("slow-%d", attempt))
+		for range 100 {
+			n++
+			code, header, body = burstRequest(t, d, http.MethodPost, "/api/v1/namespaces/default/configmaps", probe(n), true)
+			if code == http.StatusTooManyRequests {
+				break
+			}
+			if code != http.StatusCreated {
+				t.Fatalf("probe create: %d %s, want 201 or 429", code, body)
+			}
 		}
 	}
 	if got, want := body, "Too many requests, please try again later.\n"; got != want {
@@ -239,4 +249,84 @@ func TestMaxInflight_Burst(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("answers by status code: %v", codes)
+}
+
+// openWatch starts a watch of configmaps as user ("" for system:masters)
+// and returns its response once the headers have arrived; the test's end
+// closes it.
+func openWatch(t *testing.T, d *Daemon, user string) *http.Response {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL+"/api/v1/namespaces/default/configmaps?watch=true", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if user != "" {
+		req.Header.Set("Impersonate-User", user)
+	}
+	resp, err := d.HTTPClient().Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("watch as %q: %v", user, err)
+	}
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	return resp
+}
+
+// TestMaxWatches_TooManyRequests: --max-watches-per-user and --max-watches
+// answer a watch past them with a 429 TooManyRequests Status naming the
+// bound; system:masters counts toward the total; a closed watch frees its
+// place.
+func TestMaxWatches_TooManyRequests(t *testing.T) {
+	d := StartDaemon(t, DaemonOptions{Args: []string{"--max-watches", "3", "--max-watches-per-user", "2"}})
+	cs := d.Clientset()
+	bindBurstUser(t, cs)
+	check := func(resp *http.Response, wantMessage string) {
+		t.Helper()
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("watch: %d, want 429", resp.StatusCode)
+		}
+		if got := resp.Header.Get("Retry-After"); got != "1" {
+			t.Errorf("Retry-After = %q, want 1", got)
+		}
+		var st metav1.Status
+		if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+			t.Fatalf("decode status: %v", err)
+		}
+		if st.Reason != metav1.StatusReasonTooManyRequests || st.Code != 429 || st.Message != wantMessage ||
+			st.Details == nil || st.Details.RetryAfterSeconds != 1 {
+			t.Errorf("status = %+v, details %+v; want TooManyRequests 429 %q, retryAfterSeconds 1", st, st.Details, wantMessage)
+		}
+	}
+	first := openWatch(t, d, burstUser)
+	for _, r := range []*http.Response{first, openWatch(t, d, burstUser)} {
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("watch within the bounds: %d, want 200", r.StatusCode)
+		}
+	}
+	check(openWatch(t, d, burstUser), `Too many watches of user "burst": at most 2 at once, please try again later.`)
+	if r := openWatch(t, d, ""); r.StatusCode != http.StatusOK {
+		t.Fatalf("system:masters' first watch: %d, want 200", r.StatusCode)
+	}
+	check(openWatch(t, d, ""), "Too many watches: the server serves at most 3 at once, please try again later.")
+	// Lists are not watches.
+	if _, err := cs.CoreV1().ConfigMaps("default").List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatalf("list at the watch bound: %v", err)
+	}
+
+	// The server notices the closed watch by its peer check.
+	first.Body.Close()
+	deadline := time.Now().Add(eventually)
+	for {
+		r := openWatch(t, d, "")
+		if r.StatusCode == http.StatusOK {
+			break
+		}
+		r.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("a watch is still refused %v after one of the bound's closed: %d", eventually, r.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
