@@ -27,8 +27,10 @@ const (
 // 429, which is plain text, not a Status.
 const tooManyRequestsMessage = "Too many requests, please try again later."
 
-// inFlightLimit serves at most cap(readOnly) GET and HEAD requests and at
-// most cap(mutating) others at once; past that it answers 429 with
+// inFlightLimit serves at most cap(readOnly) GET requests and HEAD
+// requests of resources, and at most cap(mutating) others at once (as in
+// kube-apiserver, whose verb for a HEAD of a path outside the resources,
+// such as /healthz, is "head", which it counts as mutating); past that it answers 429 with
 // Retry-After: 1, which client-go retries by itself. Watches are not
 // counted, and members of system:masters are served past the limit, as
 // kube-apiserver does. A nil channel means no limit for its kind.
@@ -57,7 +59,7 @@ func withMaxInFlight(next http.Handler, readOnly, mutating int) http.Handler {
 // ServeHTTP implements http.Handler.
 func (l *inFlightLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c := l.mutating
-	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+	if r.Method == http.MethodGet || (r.Method == http.MethodHead && resourcePath(r.URL.Path)) {
 		if isWatch(r) {
 			l.next.ServeHTTP(w, r)
 			return
@@ -124,4 +126,23 @@ func isWatch(r *http.Request) bool {
 	}
 	i := strings.IndexByte(p, '/')
 	return i >= 0 && strings.HasPrefix(p[i+1:], "watch/")
+}
+
+// resourcePath reports whether kube-apiserver's request info would take
+// path for a resource request: /api/VERSION/... or
+// /apis/GROUP/VERSION/..., counting the segments between slashes after
+// trimming the outer ones.
+func resourcePath(path string) bool {
+	p := strings.Trim(path, "/")
+	if p == "" {
+		return false
+	}
+	n := strings.Count(p, "/") + 1
+	switch {
+	case strings.HasPrefix(p, "api/"):
+		return n >= 3
+	case strings.HasPrefix(p, "apis/"):
+		return n >= 4
+	}
+	return false
 }

@@ -76,6 +76,8 @@ func TestInFlightLimit_ServeHTTP(t *testing.T) {
 		{http.MethodPost, list, "application/json"},
 		{http.MethodPatch, list + "/x", "application/vnd.kubernetes.protobuf"},
 		{http.MethodDelete, list + "?watch=true", ""},
+		{http.MethodHead, "/healthz", ""},
+		{http.MethodHead, "/apis/apps/v1", ""},
 	} {
 		w := serve(tt.method, tt.target, tt.accept, alice)
 		if w.Code != http.StatusTooManyRequests {
@@ -88,7 +90,7 @@ func TestInFlightLimit_ServeHTTP(t *testing.T) {
 		if got := w.Header().Get("Content-Type"); got != "text/plain; charset=utf-8" {
 			t.Errorf("%s %s: Content-Type = %q, want text/plain; charset=utf-8", tt.method, tt.target, got)
 		}
-		if got, want := w.Body.String(), "Too many requests, please try again later.\n"; tt.method != http.MethodHead && got != want {
+		if got, want := w.Body.String(), "Too many requests, please try again later.\n"; got != want {
 			t.Errorf("%s %s: body = %q, want %q", tt.method, tt.target, got, want)
 		}
 	}
@@ -105,6 +107,7 @@ func TestInFlightLimit_ServeHTTP(t *testing.T) {
 		{http.MethodGet, "/apis/apps/v1/watch/deployments", alice},
 		{http.MethodGet, list, masters},
 		{http.MethodPost, list, masters},
+		{http.MethodGet, "/healthz", masters},
 	} {
 		if w := serve(tt.method, tt.target, "", tt.u); w.Code != http.StatusOK {
 			t.Errorf("%s %s as %s: code = %d, want 200", tt.method, tt.target, tt.u.GetName(), w.Code)
@@ -143,5 +146,29 @@ func TestInFlightLimit_Allocs(t *testing.T) {
 	w := httptest.NewRecorder()
 	if got := testing.AllocsPerRun(100, func() { h.ServeHTTP(w, r) }); got != 0 {
 		t.Errorf("allocations per request = %v, want 0", got)
+	}
+}
+
+// TestResourcePath: which paths kube-apiserver's request info takes for
+// resources, which decides whether a HEAD is read-only.
+func TestResourcePath(t *testing.T) {
+	for _, tt := range []struct {
+		path string
+		want bool
+	}{
+		{"/api/v1/pods", true},
+		{"/api/v1/namespaces/default/configmaps/x", true},
+		{"/apis/apps/v1/deployments", true},
+		{"/api/v1", false},
+		{"/api/v1/", false},
+		{"/apis/apps/v1", false},
+		{"/apis/apps", false},
+		{"/healthz", false},
+		{"/", false},
+		{"/openapi/v2/x/y", false},
+	} {
+		if got := resourcePath(tt.path); got != tt.want {
+			t.Errorf("resourcePath(%q) = %v, want %v", tt.path, got, tt.want)
+		}
 	}
 }
