@@ -119,8 +119,14 @@ func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
 // the 401s too, and two small filters tell it the authenticated user
 // (right inside authentication) and the impersonated one (right inside
 // impersonation). Without it there is no audit filter at all.
+//
+// Right inside impersonation, as in kube-apiserver, is the max-in-flight
+// filter of --max-requests-inflight and --max-mutating-requests-inflight,
+// so that it counts the impersonated user.
 func (d *daemon) authenticated(h http.Handler) http.Handler {
 	writeError := d.api.WriteError
+	// As in kube-apiserver, max-in-flight sees the impersonated user.
+	h = withMaxInFlight(h, d.cfg.MaxRequestsInflight, d.cfg.MaxMutatingRequestsInflight)
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, authn.Unauthorized())
 	})

@@ -113,6 +113,17 @@ type serveConfig struct {
 	// RequestTimeout bounds the time a client may take to send a request
 	// body.
 	RequestTimeout duration `json:"request-timeout"`
+	// MaxRequestsInflight bounds the GET and HEAD requests served at once,
+	// watches aside; 0 is no bound.
+	MaxRequestsInflight int `json:"max-requests-inflight"`
+	// MaxMutatingRequestsInflight bounds the other requests served at
+	// once; 0 is no bound.
+	MaxMutatingRequestsInflight int `json:"max-mutating-requests-inflight"`
+	// MaxWatches bounds the watches served at once; 0 is no bound.
+	MaxWatches int `json:"max-watches"`
+	// MaxWatchesPerUser bounds the watches of one user served at once; 0
+	// is no bound.
+	MaxWatchesPerUser int `json:"max-watches-per-user"`
 	// InsecureAllowPublicListen accepts a Listen address that is not
 	// loopback. The API is plain HTTP without authentication, so anyone
 	// who can reach such an address can read and change every object.
@@ -244,25 +255,29 @@ var hiddenFlags = map[string]bool{"unsafe-testing-synchronous-off": true}
 
 func defaultServeConfig() serveConfig {
 	return serveConfig{
-		DataDir:               DefaultDataDir,
-		Listen:                DefaultListen,
-		LogLevel:              DefaultLogLevel,
-		LogFormat:             DefaultLogFormat,
-		EventTTL:              duration(DefaultEventTTL),
-		CompactionInterval:    duration(DefaultCompactionInterval),
-		MaxRequestBody:        byteSize(DefaultMaxRequestBody),
-		RequestTimeout:        duration(DefaultRequestTimeout),
-		DiskReserve:           byteSize(DefaultDiskReserve),
-		MemoryLimit:           byteSize(DefaultMemoryLimit),
-		ServiceClusterIPRange: DefaultServiceClusterIPRange,
-		ServiceNodePortRange:  DefaultServiceNodePortRange,
-		TLSMinVersion:         DefaultTLSMinVersion,
-		ServiceAccountIssuer:  configList{values: []string{DefaultServiceAccountIssuer}},
-		AnonymousAuth:         true,
-		AuthorizationMode:     DefaultAuthorizationMode,
-		AuditLogMaxSize:       audit.DefaultMaxSizeMB,
-		AuditLogMaxBackup:     audit.DefaultMaxBackups,
-		AuditLogMaxAge:        audit.DefaultMaxAgeDays,
+		DataDir:                     DefaultDataDir,
+		Listen:                      DefaultListen,
+		LogLevel:                    DefaultLogLevel,
+		LogFormat:                   DefaultLogFormat,
+		EventTTL:                    duration(DefaultEventTTL),
+		CompactionInterval:          duration(DefaultCompactionInterval),
+		MaxRequestBody:              byteSize(DefaultMaxRequestBody),
+		RequestTimeout:              duration(DefaultRequestTimeout),
+		MaxRequestsInflight:         DefaultMaxRequestsInflight,
+		MaxMutatingRequestsInflight: DefaultMaxMutatingRequestsInflight,
+		MaxWatches:                  DefaultMaxWatches,
+		MaxWatchesPerUser:           DefaultMaxWatchesPerUser,
+		DiskReserve:                 byteSize(DefaultDiskReserve),
+		MemoryLimit:                 byteSize(DefaultMemoryLimit),
+		ServiceClusterIPRange:       DefaultServiceClusterIPRange,
+		ServiceNodePortRange:        DefaultServiceNodePortRange,
+		TLSMinVersion:               DefaultTLSMinVersion,
+		ServiceAccountIssuer:        configList{values: []string{DefaultServiceAccountIssuer}},
+		AnonymousAuth:               true,
+		AuthorizationMode:           DefaultAuthorizationMode,
+		AuditLogMaxSize:             audit.DefaultMaxSizeMB,
+		AuditLogMaxBackup:           audit.DefaultMaxBackups,
+		AuditLogMaxAge:              audit.DefaultMaxAgeDays,
 	}
 }
 
@@ -301,6 +316,10 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.EventTTL, "event-ttl", "keep Events for this `duration` (e.g. 1h, 90m)")
 	fs.Var(&cfg.CompactionInterval, "compaction-interval", "compact the change log at this `interval` (e.g. 5m)")
 	fs.Var(&cfg.MaxRequestBody, "max-request-body", "reject request bodies larger than this `size` in bytes (e.g. 3145728 or 3Mi)")
+	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", cfg.MaxRequestsInflight, "answer 429 to GET and HEAD requests, watches aside, past this `number` served at once; 0 is no limit")
+	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", cfg.MaxMutatingRequestsInflight, "answer 429 to other requests past this `number` served at once; 0 is no limit")
+	fs.IntVar(&cfg.MaxWatches, "max-watches", cfg.MaxWatches, "answer 429 to watches past this `number` served at once; 0 is no limit")
+	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", cfg.MaxWatchesPerUser, "answer 429 to a user's watches past this `number` of theirs served at once; 0 is no limit")
 	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
 	fs.Var(&cfg.MemoryLimit, "memory-limit", "soft memory limit of the Go runtime: the garbage collector works harder near it (0: none; GOMEMLIMIT, when set, wins)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
@@ -442,6 +461,18 @@ func (c *serveConfig) validate() error {
 	}
 	if c.RequestTimeout <= 0 {
 		return fmt.Errorf("invalid request-timeout %v: must be positive", c.RequestTimeout)
+	}
+	if c.MaxRequestsInflight < 0 {
+		return fmt.Errorf("invalid max-requests-inflight %d: must not be negative", c.MaxRequestsInflight)
+	}
+	if c.MaxMutatingRequestsInflight < 0 {
+		return fmt.Errorf("invalid max-mutating-requests-inflight %d: must not be negative", c.MaxMutatingRequestsInflight)
+	}
+	if c.MaxWatches < 0 {
+		return fmt.Errorf("invalid max-watches %d: must not be negative", c.MaxWatches)
+	}
+	if c.MaxWatchesPerUser < 0 {
+		return fmt.Errorf("invalid max-watches-per-user %d: must not be negative", c.MaxWatchesPerUser)
 	}
 	if _, err := registry.ParseServiceClusterIPRange(c.ServiceClusterIPRange); err != nil {
 		return fmt.Errorf("invalid service-cluster-ip-range: %w", err)

@@ -340,3 +340,57 @@ func errHelpForTest() error {
 	_, err := parseServeConfig([]string{"-h"}, io.Discard)
 	return err
 }
+
+// TestServeConfig_ValidateMaxInflight: the in-flight limits come from
+// flags and config files, 0 turns a limit off, and negatives are refused
+// by name.
+func TestServeConfig_ValidateMaxInflight(t *testing.T) {
+	if c := defaultServeConfig(); c.MaxWatches != 1000 || c.MaxWatchesPerUser != 500 {
+		t.Fatalf("watch defaults = %d, %d, want 1000, 500", c.MaxWatches, c.MaxWatchesPerUser)
+	}
+	if c := defaultServeConfig(); c.MaxRequestsInflight != 400 || c.MaxMutatingRequestsInflight != 200 {
+		t.Fatalf("defaults = %d, %d, want kube-apiserver's 400, 200", c.MaxRequestsInflight, c.MaxMutatingRequestsInflight)
+	}
+	tests := []struct {
+		args                  []string
+		wantReadOnly, wantMut int
+		wantErr               string
+	}{
+		{args: []string{"--max-requests-inflight", "7", "--max-mutating-requests-inflight", "3"}, wantReadOnly: 7, wantMut: 3},
+		{args: []string{"--max-requests-inflight", "0", "--max-mutating-requests-inflight", "0"}, wantReadOnly: 0, wantMut: 0},
+		{args: []string{"--max-requests-inflight", "-1"}, wantErr: "invalid max-requests-inflight -1: must not be negative"},
+		{args: []string{"--max-mutating-requests-inflight", "-5"}, wantErr: "invalid max-mutating-requests-inflight -5: must not be negative"},
+		{args: []string{"--max-watches", "-1"}, wantErr: "invalid max-watches -1: must not be negative"},
+		{args: []string{"--max-watches-per-user", "-2"}, wantErr: "invalid max-watches-per-user -2: must not be negative"},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			got, err := parseServeConfig(tt.args, io.Discard)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseServeConfig() = %v, want an error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseServeConfig: %v", err)
+			}
+			if got.MaxRequestsInflight != tt.wantReadOnly || got.MaxMutatingRequestsInflight != tt.wantMut {
+				t.Errorf("limits = %d, %d, want %d, %d", got.MaxRequestsInflight, got.MaxMutatingRequestsInflight, tt.wantReadOnly, tt.wantMut)
+			}
+		})
+	}
+	t.Run("config file", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "c.yaml")
+		if err := os.WriteFile(p, []byte("max-requests-inflight: 9\nmax-mutating-requests-inflight: 4\nmax-watches: 8\nmax-watches-per-user: 5\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := parseServeConfig([]string{"--config", p}, io.Discard)
+		if err != nil {
+			t.Fatalf("parseServeConfig: %v", err)
+		}
+		if got.MaxRequestsInflight != 9 || got.MaxMutatingRequestsInflight != 4 || got.MaxWatches != 8 || got.MaxWatchesPerUser != 5 {
+			t.Errorf("limits = %d, %d, %d, %d, want 9, 4, 8, 5", got.MaxRequestsInflight, got.MaxMutatingRequestsInflight, got.MaxWatches, got.MaxWatchesPerUser)
+		}
+	})
+}

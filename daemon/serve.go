@@ -196,6 +196,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		Authorizer:          d.auth.authorizer,
 		RuleResolver:        d.auth.ruleResolver,
 		AdmitWrite:          d.auth.admitWrite(),
+		AdmitWatch:          d.admitWatch(),
 		Extra:               d.extraHandlers(),
 		Metrics:             d.metrics.requests,
 	})
@@ -464,6 +465,18 @@ func (d *daemon) shutdown(serveErr <-chan error) error {
 // uptime) as JSON for scripts/bench and operators. It sits outside the
 // Kubernetes API, which httpapi serves.
 const statsPath = "/debug/edgeapi/stats"
+
+// admitWatch is the API's Config.AdmitWatch: the bounds of --max-watches
+// and --max-watches-per-user, or nil without them.
+func (d *daemon) admitWatch() func(http.ResponseWriter, *http.Request) (func(), bool) {
+	l := newWatchLimit(d.cfg.MaxWatches, d.cfg.MaxWatchesPerUser, func(w http.ResponseWriter, r *http.Request, err error) {
+		d.api.WriteError(w, r, err) // d.api is set once the API exists
+	})
+	if l == nil {
+		return nil
+	}
+	return l.admit
+}
 
 // extraHandlers are the paths served beside the Kubernetes API: the
 // daemon's figures and the ServiceAccount issuer discovery.

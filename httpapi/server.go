@@ -93,6 +93,12 @@ type Config struct {
 	// controllers (no user in their context) are not asked. The RBAC
 	// escalation checks are one.
 	AdmitWrite func(ctx context.Context, u user.Info, obj, old runtime.Object) error
+	// AdmitWatch, when set, is asked before each watch starts. It either
+	// admits the watch and returns release, which is called once when
+	// the watch ends, or writes the refusal to w itself and returns false.
+	// A watch outlives its handler when it owns its connection, so a
+	// filter in front of the handler cannot count watches.
+	AdmitWatch func(w http.ResponseWriter, r *http.Request) (release func(), ok bool)
 	// Extra are handlers served at exact paths outside the Kubernetes
 	// API (the daemon's own figures), behind the same authorization:
 	// RBAC lets a user reach one through nonResourceURLs.

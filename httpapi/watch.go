@@ -64,7 +64,9 @@ var drainBuffers = sync.Pool{New: func() any {
 // hijackWatch), so that an idle watch costs about a kilobyte of memory and
 // no goroutine at all, instead of net/http's buffers and goroutines.
 type watchStream struct {
-	s       *Server
+	s *Server
+	// release, when set, is Config.AdmitWatch's, called by finish.
+	release func()
 	kind    *registry.Kind
 	rep     representation
 	match   func(*store.Object) bool
@@ -178,6 +180,21 @@ func (s *Server) handleWatch(r *request) error {
 		bookmarks: opts.AllowWatchBookmarks,
 		finished:  make(chan struct{}),
 	}
+	// release is AdmitWatch's: this handler calls it if it returns before
+	// the stream is registered, and finish after.
+	var release func()
+	registered := false
+	if s.cfg.AdmitWatch != nil {
+		var ok bool
+		if release, ok = s.cfg.AdmitWatch(c.Response(), c.Request()); !ok {
+			return nil
+		}
+		defer func() {
+			if !registered {
+				release()
+			}
+		}()
+	}
 	reqCtx := c.Request().Context()
 	var initial []store.Object
 	var startRev int64
@@ -259,6 +276,7 @@ func (s *Server) handleWatch(r *request) error {
 	if ws.out.flush() != nil {
 		ws.gone.Store(true)
 	}
+	ws.release, registered = release, true
 	s.addStream(ws, hijacked)
 	ws.timer = time.AfterFunc(time.Until(ws.end), ws.kick)
 	ws.timerAt = ws.end
@@ -391,6 +409,9 @@ func (ws *watchStream) finish() {
 	ws.w.Stop()
 	ws.out.close()
 	ws.s.removeStream(ws)
+	if ws.release != nil {
+		ws.release()
+	}
 	close(ws.finished)
 }
 
