@@ -21,6 +21,12 @@ const (
 	// slack for the bytes stamping adds.
 	DefaultMaxValueBytes = 4 << 20
 	DefaultReadConns     = 4
+	// DefaultMaxChangeLogRows is the change-log size, in rows, past which
+	// the compactor runs without waiting for its interval (see
+	// Config.MaxChangeLogRows). It is ten times the watch cache's
+	// default DefaultWatchCacheEvents, so that a compaction it triggers
+	// keeps five times what the watch cache holds.
+	DefaultMaxChangeLogRows = 100_000
 )
 
 // Config configures Open.
@@ -53,6 +59,13 @@ type Config struct {
 	// so that deletes and compaction can still commit (see space.go).
 	// Zero or negative keeps no reserve.
 	ReserveBytes int64
+	// MaxChangeLogRows bounds the change log: when a commit takes it past
+	// this many rows, RunCompactor compacts at once instead of waiting for
+	// its interval, keeping the newest MaxChangeLogRows/2 revisions (so a
+	// watch or list within that many revisions of the present still
+	// resumes). Default DefaultMaxChangeLogRows; negative turns the bound
+	// off.
+	MaxChangeLogRows int64
 	// UnsafeNoSync runs SQLite with synchronous=OFF: nothing is fsynced
 	// but the checkpointer's own sync of the database file. For testing
 	// only (the power-cut suite shows the harness sees the loss):
@@ -87,6 +100,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReadConns <= 0 {
 		c.ReadConns = DefaultReadConns
+	}
+	if c.MaxChangeLogRows == 0 {
+		c.MaxChangeLogRows = DefaultMaxChangeLogRows
 	}
 	if c.ObjectCacheBytes == 0 {
 		c.ObjectCacheBytes = DefaultObjectCacheBytes
@@ -141,6 +157,9 @@ type DB struct {
 	// which spaceWake (capacity 1) wakes.
 	noSpace   atomic.Bool
 	spaceWake chan struct{}
+	// compactWake (capacity 1) wakes RunCompactor when a commit takes the
+	// change log past Config.MaxChangeLogRows.
+	compactWake chan struct{}
 
 	// rev is the last committed revision; only the writer stores it, after
 	// COMMIT. compactedRev is the scheduled compaction revision.
@@ -193,6 +212,7 @@ type stats struct {
 	walResets         atomic.Int64
 	walResetsDeferred atomic.Int64
 	noSpaceEntered    atomic.Int64
+	sizeCompactions   atomic.Int64
 }
 
 // Stats is a snapshot of the store's counters.
@@ -225,6 +245,9 @@ type Stats struct {
 	// entered it since Open.
 	NoSpace        bool
 	NoSpaceEntered int64
+	// SizeCompactions counts the compactions RunCompactor ran because the
+	// change log outgrew Config.MaxChangeLogRows, since Open.
+	SizeCompactions int64
 }
 
 var _ Store = (*DB)(nil)
@@ -245,6 +268,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		ckptWake:   make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
 		spaceWake:  make(chan struct{}, 1),
+
+		compactWake: make(chan struct{}, 1),
 	}
 	if cfg.ObjectCacheBytes > 0 {
 		db.cache = newObjectCache(cfg.ObjectCacheBytes)
@@ -467,6 +492,7 @@ func (db *DB) Stats() Stats {
 		WALResetsDeferred: db.stats.walResetsDeferred.Load(),
 		NoSpace:           db.noSpace.Load(),
 		NoSpaceEntered:    db.stats.noSpaceEntered.Load(),
+		SizeCompactions:   db.stats.sizeCompactions.Load(),
 	}
 	if fi, err := os.Stat(db.cfg.Path); err == nil {
 		s.DBBytes = fi.Size()

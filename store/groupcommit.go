@@ -246,7 +246,12 @@ func (db *DB) commit(batch []*writeReq) {
 	if len(events) > 0 {
 		db.stats.batches.Add(1)
 		db.stats.batchedWrites.Add(int64(len(events)))
-		db.stats.changeLogRows.Add(int64(len(events)))
+		if rows := db.stats.changeLogRows.Add(int64(len(events))); db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows {
+			select {
+			case db.compactWake <- struct{}{}:
+			default:
+			}
+		}
 		if n := int64(len(events)); n > db.stats.maxBatch.Load() {
 			db.stats.maxBatch.Store(n) // only the writer stores it
 		}
