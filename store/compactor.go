@@ -79,7 +79,15 @@ func (db *DB) truncateWAL(ctx context.Context) error {
 // sizeCompactRev is the revision a size-triggered compaction compacts up
 // to: the current one less MaxChangeLogRows/2, since every revision is
 // one change-log row.
+// Over the quota (see quota.go) it keeps only the newest quotaKeepRevs.
 func (db *DB) sizeCompactRev() int64 {
+	if db.overQuota.Load() {
+		keep := int64(quotaKeepRevs)
+		if db.cfg.MaxChangeLogRows > 0 {
+			keep = min(keep, db.cfg.MaxChangeLogRows/2)
+		}
+		return db.Rev() - keep
+	}
 	return db.Rev() - db.cfg.MaxChangeLogRows/2
 }
 
@@ -88,7 +96,8 @@ func (db *DB) sizeCompactRev() int64 {
 func (db *DB) compactForSize(ctx context.Context) {
 	rows := db.stats.changeLogRows.Load()
 	rev := db.sizeCompactRev()
-	if db.cfg.MaxChangeLogRows <= 0 || rows <= db.cfg.MaxChangeLogRows || rev <= db.CompactedRev() {
+	oversized := db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows
+	if (!oversized && !db.overQuota.Load()) || rev <= db.CompactedRev() {
 		return
 	}
 	start, before := time.Now(), db.CompactedRev()
@@ -103,7 +112,7 @@ func (db *DB) compactForSize(ctx context.Context) {
 	}
 	db.stats.sizeCompactions.Add(1)
 	st := db.Stats()
-	db.log.Sugar().Infow("compacted the change log for its size", "rev", rev, "rows_before", rows,
+	db.log.Sugar().Infow("compacted the change log for its size", "rev", rev, "rows_before", rows, "over_quota", !oversized,
 		"max_rows", db.cfg.MaxChangeLogRows, "took", time.Since(start),
 		"changelog_rows", st.ChangeLogRows, "db_bytes", st.DBBytes, "wal_bytes", st.WALBytes)
 }

@@ -66,6 +66,11 @@ type Config struct {
 	// resumes). Default DefaultMaxChangeLogRows; negative turns the bound
 	// off.
 	MaxChangeLogRows int64
+	// QuotaBytes is the backend quota, etcd's --quota-backend-bytes: once
+	// the database's pages in use reach it, creates and updates fail with
+	// ErrQuotaExceeded until deletes and compaction bring it back under
+	// (see quota.go). Zero or negative sets no quota.
+	QuotaBytes int64
 	// UnsafeNoSync runs SQLite with synchronous=OFF: nothing is fsynced
 	// but the checkpointer's own sync of the database file. For testing
 	// only (the power-cut suite shows the harness sees the loss):
@@ -160,6 +165,11 @@ type DB struct {
 	// compactWake (capacity 1) wakes RunCompactor when a commit takes the
 	// change log past Config.MaxChangeLogRows.
 	compactWake chan struct{}
+	// overQuota is the over-quota state (see quota.go) and usedBytes the
+	// database's pages in use, in bytes, at the writer's last measure;
+	// only the writer stores them.
+	overQuota atomic.Bool
+	usedBytes atomic.Int64
 
 	// rev is the last committed revision; only the writer stores it, after
 	// COMMIT. compactedRev is the scheduled compaction revision.
@@ -213,6 +223,7 @@ type stats struct {
 	walResetsDeferred atomic.Int64
 	noSpaceEntered    atomic.Int64
 	sizeCompactions   atomic.Int64
+	quotaExceeded     atomic.Int64
 }
 
 // Stats is a snapshot of the store's counters.
@@ -245,9 +256,19 @@ type Stats struct {
 	// entered it since Open.
 	NoSpace        bool
 	NoSpaceEntered int64
-	// SizeCompactions counts the compactions RunCompactor ran because the
-	// change log outgrew Config.MaxChangeLogRows, since Open.
+	// SizeCompactions counts the compactions RunCompactor ran, since Open,
+	// because the change log outgrew Config.MaxChangeLogRows or the
+	// database reached Config.QuotaBytes.
 	SizeCompactions int64
+	// QuotaBytes is Config.QuotaBytes (0: no quota); UsedBytes the
+	// database's pages in use, in bytes, when last measured (0 without a
+	// quota). OverQuota reports the over-quota state: creates and updates
+	// fail with ErrQuotaExceeded. QuotaExceeded counts the times the store
+	// entered it since Open.
+	QuotaBytes    int64
+	UsedBytes     int64
+	OverQuota     bool
+	QuotaExceeded int64
 }
 
 var _ Store = (*DB)(nil)
@@ -283,6 +304,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
 	afterOpen()
+	db.checkQuota(ctx, db.writeConn)
 
 	bgCtx, cancel := context.WithCancel(context.Background())
 	db.bgCancel = cancel
@@ -493,6 +515,10 @@ func (db *DB) Stats() Stats {
 		NoSpace:           db.noSpace.Load(),
 		NoSpaceEntered:    db.stats.noSpaceEntered.Load(),
 		SizeCompactions:   db.stats.sizeCompactions.Load(),
+		QuotaBytes:        max(db.cfg.QuotaBytes, 0),
+		UsedBytes:         db.usedBytes.Load(),
+		OverQuota:         db.overQuota.Load(),
+		QuotaExceeded:     db.stats.quotaExceeded.Load(),
 	}
 	if fi, err := os.Stat(db.cfg.Path); err == nil {
 		s.DBBytes = fi.Size()

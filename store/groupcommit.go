@@ -247,11 +247,9 @@ func (db *DB) commit(batch []*writeReq) {
 		db.stats.batches.Add(1)
 		db.stats.batchedWrites.Add(int64(len(events)))
 		if rows := db.stats.changeLogRows.Add(int64(len(events))); db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows {
-			select {
-			case db.compactWake <- struct{}{}:
-			default:
-			}
+			db.wakeCompactor()
 		}
+		db.checkQuota(context.Background(), db.writeConn)
 		if n := int64(len(events)); n > db.stats.maxBatch.Load() {
 			db.stats.maxBatch.Store(n) // only the writer stores it
 		}
@@ -346,6 +344,9 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		if db.noSpace.Load() {
 			return ev, ErrNoSpace, nil
 		}
+		if db.overQuota.Load() {
+			return ev, ErrQuotaExceeded, nil
+		}
 		value := stampAt(r.value, r.loc, rev)
 		stored, err := db.encode(r.key, value)
 		if err != nil {
@@ -390,6 +391,9 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		if r.op == opUpdate {
 			if db.noSpace.Load() {
 				return ev, ErrNoSpace, nil
+			}
+			if db.overQuota.Load() {
+				return ev, ErrQuotaExceeded, nil
 			}
 			value := stampAt(r.value, r.loc, rev)
 			stored, err := db.encode(r.key, value)
