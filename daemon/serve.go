@@ -130,6 +130,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		Path:         filepath.Join(dataDir, dbFileName),
 		Logger:       log.Named("store"),
 		ReserveBytes: int64(cfg.DiskReserve),
+		QuotaBytes:   int64(cfg.QuotaBackendBytes),
 		UnsafeNoSync: cfg.UnsafeTestingSynchronousOff,
 		Transformers: transformers,
 	})
