@@ -141,7 +141,7 @@ func (db *DB) finishCompaction(ctx context.Context, rev int64) error {
 			}
 			n, err = res.RowsAffected()
 			db.stats.changeLogRows.Add(-n)
-			db.checkQuota(ctx, conn)
+			db.checkQuota(ctx)
 			return err
 		})
 		if err != nil {

@@ -304,7 +304,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
 	afterOpen()
-	db.checkQuota(ctx, db.writeConn)
+	db.checkQuota(ctx)
 
 	bgCtx, cancel := context.WithCancel(context.Background())
 	db.bgCancel = cancel

@@ -249,7 +249,7 @@ func (db *DB) commit(batch []*writeReq) {
 		if rows := db.stats.changeLogRows.Add(int64(len(events))); db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows {
 			db.wakeCompactor()
 		}
-		db.checkQuota(context.Background(), db.writeConn)
+		db.checkQuota(context.Background())
 		if n := int64(len(events)); n > db.stats.maxBatch.Load() {
 			db.stats.maxBatch.Store(n) // only the writer stores it
 		}
@@ -459,16 +459,17 @@ type writeStmts struct {
 	deleteObject            *sql.Stmt
 	insertChange            *sql.Stmt
 	setMeta                 *sql.Stmt
+	pagesInUse              *sql.Stmt
 }
 
 func (s *writeStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{&s.begin, &s.commit, &s.rollback, &s.selectObject, &s.insertObject,
-		&s.updateObject, &s.deleteObject, &s.insertChange, &s.setMeta}
+		&s.updateObject, &s.deleteObject, &s.insertChange, &s.setMeta, &s.pagesInUse}
 }
 
 func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 	text := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", sqlSelectObject, sqlInsertObject,
-		sqlUpdateObject, sqlDeleteObject, sqlInsertChange, sqlSetMeta}
+		sqlUpdateObject, sqlDeleteObject, sqlInsertChange, sqlSetMeta, sqlPagesInUse}
 	for i, p := range s.all() {
 		stmt, err := conn.PrepareContext(ctx, text[i])
 		if err != nil {

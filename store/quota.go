@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 
 	"go.uber.org/zap"
@@ -44,22 +43,23 @@ const quotaKeepRevs = DefaultWatchCacheEvents
 // database under its quota.
 var ErrQuotaExceeded = errors.New("store: database space exceeded: the database has reached its quota")
 
-const sqlPagesInUse = `SELECT (SELECT page_count FROM pragma_page_count()) - (SELECT freelist_count FROM pragma_freelist_count()),
-	(SELECT page_size FROM pragma_page_size())`
+// sqlPagesInUse is prepared on the writer's connection (writeStmts).
+const sqlPagesInUse = `SELECT page_count - freelist_count, page_size
+FROM pragma_page_count(), pragma_freelist_count(), pragma_page_size()`
 
 // OverQuota reports whether the database has reached Config.QuotaBytes:
 // creates and updates fail with ErrQuotaExceeded until it is back under.
 func (db *DB) OverQuota() bool { return db.overQuota.Load() }
 
-// checkQuota measures the database's pages in use on conn, the writer's
-// connection, and enters or leaves the over-quota state. Only the writer
+// checkQuota measures the database's pages in use on the writer's
+// connection and enters or leaves the over-quota state. Only the writer
 // goroutine (or Open before it starts) calls it.
-func (db *DB) checkQuota(ctx context.Context, conn *sql.Conn) {
+func (db *DB) checkQuota(ctx context.Context) {
 	if db.cfg.QuotaBytes <= 0 {
 		return
 	}
 	var pages, pageSize int64
-	if err := conn.QueryRowContext(ctx, sqlPagesInUse).Scan(&pages, &pageSize); err != nil {
+	if err := db.stmts.pagesInUse.QueryRowContext(ctx).Scan(&pages, &pageSize); err != nil {
 		db.log.Debug("measure database size for the quota", zap.Error(err))
 		return
 	}

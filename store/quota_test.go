@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -129,5 +130,27 @@ func TestDB_QuotaBytes_none(t *testing.T) {
 	}
 	if st := db.Stats(); st.OverQuota || st.QuotaBytes != 0 || st.UsedBytes != 0 {
 		t.Errorf("Stats() OverQuota, QuotaBytes, UsedBytes = %v, %d, %d, want false, 0, 0", st.OverQuota, st.QuotaBytes, st.UsedBytes)
+	}
+}
+
+// BenchmarkDB_checkQuota measures what the quota adds to every committed
+// batch: one measure of the pages in use on the writer's connection.
+func BenchmarkDB_checkQuota(b *testing.B) {
+	db := openTest(b, Config{QuotaBytes: 1 << 30})
+	for i := range 100 {
+		k := key("ns", fmt.Sprint(i))
+		if _, err := db.Create(context.Background(), k, "", quotaValue(k.Name, 1<<10)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	err := db.runOnWriter(context.Background(), func(ctx context.Context, conn *sql.Conn) error {
+		for b.Loop() {
+			db.checkQuota(ctx)
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
 	}
 }
