@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -73,5 +74,40 @@ func TestDB_RunCompactor_sizeBoundOff(t *testing.T) {
 	<-done
 	if st := db.Stats(); st.CompactedRev != 0 || st.ChangeLogRows != 100 {
 		t.Errorf("CompactedRev, ChangeLogRows = %d, %d, want 0, 100", st.CompactedRev, st.ChangeLogRows)
+	}
+}
+
+// TestDB_RunCompactor_sizeBoundAtOpen checks that a change log already past
+// the bound when the store opens (a device that restarted during a burst)
+// is compacted without waiting for a write or the interval.
+func TestDB_RunCompactor_sizeBoundAtOpen(t *testing.T) {
+	const maxRows = 40
+	path := filepath.Join(t.TempDir(), "state.db")
+	first, err := Open(context.Background(), Config{Path: path, MaxChangeLogRows: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 * maxRows {
+		mustCreate(t, first, key("ns", fmt.Sprint(i)), "")
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	db := openTest(t, Config{Path: path, MaxChangeLogRows: maxRows})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		db.RunCompactor(ctx, time.Hour)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	deadline := time.Now().Add(30 * time.Second)
+	for db.Stats().SizeCompactions == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := db.Stats(); st.SizeCompactions != 1 || st.ChangeLogRows != maxRows/2 {
+		t.Errorf("SizeCompactions, ChangeLogRows = %d, %d after opening a log of %d rows, want 1, %d",
+			st.SizeCompactions, st.ChangeLogRows, 3*maxRows, maxRows/2)
 	}
 }

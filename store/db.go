@@ -305,6 +305,9 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}
 	afterOpen()
 	db.checkQuota(ctx)
+	if rows := db.stats.changeLogRows.Load(); db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows {
+		db.wakeCompactor() // a log that grew before a restart
+	}
 
 	bgCtx, cancel := context.WithCancel(context.Background())
 	db.bgCancel = cancel
