@@ -16,7 +16,7 @@ import (
 // and fills it with 32 KiB ConfigMaps: past the quota creates and updates
 // get a 507 Status that says the database space is exceeded, without
 // Retry-After; reads and deletes work; /readyz stays ready and its verbose
-// form shows the condition; and once the objects are deleted and the
+// form shows the condition, as the log does; and once the objects are deleted and the
 // change log compacted, writes succeed again without a restart.
 func TestQuotaBackendBytes(t *testing.T) {
 	t.Parallel()
@@ -69,6 +69,10 @@ func TestQuotaBackendBytes(t *testing.T) {
 		t.Errorf("/readyz?verbose over quota: %d %s, want 200 with quota_exceeded=true", ready.Status, ready.Body)
 	}
 
+	if out := d.output.String(); !strings.Contains(out, "database space exceeded: the database has reached its quota") {
+		t.Errorf("the daemon's log does not say the quota was reached")
+	}
+
 	for _, name := range created {
 		if res := doRaw(t, d, http.MethodDelete, base+"/"+name, "", "application/json", nil); res.Status != http.StatusOK {
 			t.Fatalf("delete %s over quota: %d %s", name, res.Status, res.Body)
@@ -91,6 +95,9 @@ func TestQuotaBackendBytes(t *testing.T) {
 	ready = rawGet(t, d, "/readyz?verbose")
 	if ready.Status != http.StatusOK || !strings.Contains(string(ready.Body), "quota_exceeded=false") {
 		t.Errorf("/readyz?verbose after space was reclaimed: %d %s, want 200 with quota_exceeded=false", ready.Status, ready.Body)
+	}
+	if out := d.output.String(); !strings.Contains(out, "database back under its quota") {
+		t.Errorf("the daemon's log does not say the database is back under its quota")
 	}
 	t.Logf("%d objects of 32 KiB fit under the 4 MiB quota", len(created))
 }
