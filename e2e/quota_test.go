@@ -122,3 +122,63 @@ func checkQuotaExceeded(t *testing.T, what string, res httpResult) {
 		t.Errorf("%s over quota: Retry-After %q, want none", what, got)
 	}
 }
+
+// sizeStats are the change-log figures of /debug/edgeapi/stats.
+type sizeStats struct {
+	Rev, CompactedRev, ChangeLogRows, SizeCompactions int64
+}
+
+func storeSizeStats(t *testing.T, d *Daemon) sizeStats {
+	t.Helper()
+	got := rawGet(t, d, "/debug/edgeapi/stats")
+	var s struct {
+		Store sizeStats `json:"store"`
+	}
+	if got.Status != http.StatusOK {
+		t.Fatalf("stats: %d %s", got.Status, got.Body)
+	}
+	if err := json.Unmarshal(got.Body, &s); err != nil {
+		t.Fatalf("stats: %v", err)
+	}
+	return s.Store
+}
+
+// TestCompactionMaxRows runs the daemon with a compaction interval of an
+// hour and --compaction-max-rows 200, writes 600 changes, and sees the
+// change log compacted anyway: a watch from before is told 410 Gone, and
+// one from within the newest 100 revisions still starts.
+func TestCompactionMaxRows(t *testing.T) {
+	t.Parallel()
+	const ns, maxRows = "sizebound", 200
+	d := StartDaemon(t, DaemonOptions{Args: []string{"--compaction-interval", "1h", "--compaction-max-rows", fmt.Sprint(maxRows)}})
+	createNamespace(t, d.Clientset(), ns)
+	base := "/api/v1/namespaces/" + ns + "/configmaps"
+	first := int64(0)
+	for i := range 3 * maxRows {
+		body := fmt.Sprintf(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm-%d"},"data":{"i":"%d"}}`, i, i)
+		res := doRaw(t, d, http.MethodPost, base, "application/json", "application/json", []byte(body))
+		if res.Status != http.StatusCreated {
+			t.Fatalf("create cm-%d: %d %s", i, res.Status, res.Body)
+		}
+		if i == 0 {
+			var cm metav1.PartialObjectMetadata
+			if err := json.Unmarshal(res.Body, &cm); err != nil {
+				t.Fatal(err)
+			}
+			first = mustRV(t, cm.ResourceVersion)
+		}
+	}
+	waitFor(t, "a compaction for the change log's size", func() bool { return storeSizeStats(t, d).SizeCompactions > 0 })
+	st := storeSizeStats(t, d)
+	if st.ChangeLogRows > maxRows || st.CompactedRev <= first {
+		t.Errorf("after the size compaction: %+v, want at most %d change-log rows and compacted past %d", st, maxRows, first)
+	}
+	old := rawGet(t, d, fmt.Sprintf("%s?watch=1&resourceVersion=%d&timeoutSeconds=1", base, first))
+	if !strings.Contains(string(old.Body), `"code":410`) {
+		t.Errorf("watch from %d after the size compaction: %d %s, want an ERROR 410 event", first, old.Status, old.Body)
+	}
+	recent := rawGet(t, d, fmt.Sprintf("%s?watch=1&resourceVersion=%d&timeoutSeconds=1", base, st.Rev-maxRows/2+1))
+	if recent.Status != http.StatusOK || strings.Contains(string(recent.Body), `"code":410`) {
+		t.Errorf("watch from within the newest %d revisions: %d %s, want it to start", maxRows/2, recent.Status, recent.Body)
+	}
+}
