@@ -78,8 +78,7 @@ func (db *DB) truncateWAL(ctx context.Context) error {
 
 // sizeCompactRev is the revision a size-triggered compaction compacts up
 // to: the current one less MaxChangeLogRows/2, since every revision is
-// one change-log row.
-// Over the quota (see quota.go) it keeps only the newest quotaKeepRevs.
+// one change-log row. Over the quota (see quota.go) it keeps only the newest quotaKeepRevs.
 func (db *DB) sizeCompactRev() int64 {
 	if db.overQuota.Load() {
 		keep := int64(quotaKeepRevs)
@@ -112,7 +111,7 @@ func (db *DB) compactForSize(ctx context.Context) {
 	}
 	db.stats.sizeCompactions.Add(1)
 	st := db.Stats()
-	db.log.Sugar().Infow("compacted the change log for its size", "rev", rev, "rows_before", rows, "over_quota", !oversized,
+	db.log.Sugar().Infow("compacted the change log for its size", "rev", rev, "rows_before", rows, "over_quota", db.overQuota.Load(),
 		"max_rows", db.cfg.MaxChangeLogRows, "took", time.Since(start),
 		"changelog_rows", st.ChangeLogRows, "db_bytes", st.DBBytes, "wal_bytes", st.WALBytes)
 }

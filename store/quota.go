@@ -29,13 +29,20 @@ import (
 //     compacts the change log up to the newest quotaKeepRevs revisions;
 //     every later commit while over quota wakes it again, so that the
 //     history of what clients delete is compacted too;
-//   - the state clears by itself once the pages in use fall below the
-//     quota, when deletes and compaction have freed enough.
+//   - the state clears by itself once the pages in use fall below
+//     quotaClearPercent of the quota, when deletes and compaction have
+//     freed enough. The margin keeps the state from flapping (and the log
+//     from filling) while writes and compaction steps move the size back
+//     and forth across the quota.
 
 // quotaKeepRevs is how many of the newest revisions a compaction run
 // because the database is over its quota keeps: what the watch cache
 // holds by default, so that watches served from it are not cut.
 const quotaKeepRevs = DefaultWatchCacheEvents
+
+// quotaClearPercent is the share of the quota, in percent, the pages in
+// use must fall below for the over-quota state to clear.
+const quotaClearPercent = 95
 
 // ErrQuotaExceeded: the database has reached Config.QuotaBytes. A create
 // or update that gets it wrote nothing; deletes still commit, and the
@@ -66,6 +73,9 @@ func (db *DB) checkQuota(ctx context.Context) {
 	used := pages * pageSize
 	db.usedBytes.Store(used)
 	over := used >= db.cfg.QuotaBytes
+	if !over && db.overQuota.Load() {
+		over = used >= db.cfg.QuotaBytes/100*quotaClearPercent
+	}
 	if over {
 		db.wakeCompactor()
 	}

@@ -154,3 +154,38 @@ func BenchmarkDB_checkQuota(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// TestDB_checkQuota_margin checks that the over-quota state clears only
+// below quotaClearPercent of the quota, not as soon as the size dips under
+// it.
+func TestDB_checkQuota_margin(t *testing.T) {
+	db := openTest(t, Config{QuotaBytes: 1 << 30})
+	mustCreate(t, db, key("ns", "a"), "")
+	used := db.Stats().UsedBytes
+	if used == 0 {
+		t.Fatal("UsedBytes = 0 with a quota set")
+	}
+	steps := []struct {
+		name  string
+		quota int64
+		want  bool
+	}{
+		{name: "at the quota", quota: used, want: true},
+		{name: "at 98% of it", quota: used * 100 / 98, want: true},
+		{name: "at 90% of it", quota: used * 100 / 90, want: false},
+		{name: "at 98% again", quota: used * 100 / 98, want: false},
+	}
+	for _, step := range steps {
+		err := db.runOnWriter(context.Background(), func(ctx context.Context, _ *sql.Conn) error {
+			db.cfg.QuotaBytes = step.quota
+			db.checkQuota(ctx)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := db.OverQuota(); got != step.want {
+			t.Errorf("%s (used %d, quota %d): OverQuota() = %v, want %v", step.name, used, step.quota, got, step.want)
+		}
+	}
+}
