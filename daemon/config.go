@@ -47,6 +47,9 @@ const (
 	// DefaultCompactionInterval is how often the change log is compacted,
 	// like kube-apiserver's --etcd-compaction-interval.
 	DefaultCompactionInterval = 5 * time.Minute
+	// DefaultCompactionMaxRows is the change-log size that has the
+	// compactor run before its interval (store.DefaultMaxChangeLogRows).
+	DefaultCompactionMaxRows = 100_000
 	// DefaultMaxRequestBody bounds request bodies in bytes
 	// (kube-apiserver's 3 MiB).
 	DefaultMaxRequestBody = httpapi.DefaultMaxRequestBodyBytes
@@ -65,6 +68,9 @@ const (
 	// DefaultDiskReserve is the space set aside beside the database, given
 	// up when the file system fills so that deletes can still free space.
 	DefaultDiskReserve = 16 << 20
+	// DefaultQuotaBackendBytes bounds the database, like etcd's
+	// --quota-backend-bytes (etcd's default is 2 GiB as well).
+	DefaultQuotaBackendBytes = 2 << 30
 	// DefaultMemoryLimit is the Go runtime's soft memory limit: near it
 	// the garbage collector runs more often, so that bursts of large
 	// requests do not leave hundreds of MiB of garbage resident. The RSS
@@ -131,6 +137,12 @@ type serveConfig struct {
 	// DiskReserve is the size of the space reserve beside the database
 	// (0 keeps none).
 	DiskReserve byteSize `json:"disk-reserve"`
+	// CompactionMaxRows is the change-log size, in rows, past which the
+	// compactor runs without waiting for the interval (0: no bound).
+	CompactionMaxRows int64 `json:"compaction-max-rows"`
+	// QuotaBackendBytes bounds the database's pages in use: past it,
+	// creates and updates are refused (0: no quota).
+	QuotaBackendBytes byteSize `json:"quota-backend-bytes"`
 	// EncryptionProviderConfig is kube-apiserver's EncryptionConfiguration
 	// file: the resources (Secrets, usually) whose stored values are
 	// encrypted, and the providers and keys (empty: none encrypted).
@@ -268,6 +280,8 @@ func defaultServeConfig() serveConfig {
 		MaxWatches:                  DefaultMaxWatches,
 		MaxWatchesPerUser:           DefaultMaxWatchesPerUser,
 		DiskReserve:                 byteSize(DefaultDiskReserve),
+		QuotaBackendBytes:           byteSize(DefaultQuotaBackendBytes),
+		CompactionMaxRows:           DefaultCompactionMaxRows,
 		MemoryLimit:                 byteSize(DefaultMemoryLimit),
 		ServiceClusterIPRange:       DefaultServiceClusterIPRange,
 		ServiceNodePortRange:        DefaultServiceNodePortRange,
@@ -323,6 +337,8 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
 	fs.Var(&cfg.MemoryLimit, "memory-limit", "soft memory limit of the Go runtime: the garbage collector works harder near it (0: none; GOMEMLIMIT, when set, wins)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
+	fs.Int64Var(&cfg.CompactionMaxRows, "compaction-max-rows", cfg.CompactionMaxRows, "also compact the change log, without waiting for the interval, when it passes this many `rows`, keeping the newest half (0: no bound)")
+	fs.Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", "refuse creates and updates with 507 once the database holds this `size` (as etcd's flag; deletes, reads and compaction go on, and writes resume when space is reclaimed; 0: no quota)")
 	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", cfg.EncryptionProviderConfig, "kube-apiserver's EncryptionConfiguration `file`: encrypt the named resources' stored values (identity, aesgcm, aescbc and secretbox providers; the first provider and key write, all read)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback although --authorization-mode=AlwaysAllow lets every client do everything")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
@@ -455,6 +471,12 @@ func (c *serveConfig) validate() error {
 	}
 	if c.MemoryLimit < 0 {
 		return fmt.Errorf("invalid memory-limit %v: must not be negative", c.MemoryLimit)
+	}
+	if c.CompactionMaxRows < 0 {
+		return fmt.Errorf("invalid compaction-max-rows %d: must not be negative", c.CompactionMaxRows)
+	}
+	if c.QuotaBackendBytes < 0 {
+		return fmt.Errorf("invalid quota-backend-bytes %v: must not be negative", c.QuotaBackendBytes)
 	}
 	if c.DiskReserve < 0 {
 		return fmt.Errorf("invalid disk-reserve %v: must not be negative", c.DiskReserve)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,8 +134,11 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		Path:         filepath.Join(dataDir, dbFileName),
 		Logger:       log.Named("store"),
 		ReserveBytes: int64(cfg.DiskReserve),
-		UnsafeNoSync: cfg.UnsafeTestingSynchronousOff,
-		Transformers: transformers,
+		QuotaBytes:   int64(cfg.QuotaBackendBytes),
+		// Zero is the store's default; the flag's 0 means no bound.
+		MaxChangeLogRows: cmp.Or(cfg.CompactionMaxRows, -1),
+		UnsafeNoSync:     cfg.UnsafeTestingSynchronousOff,
+		Transformers:     transformers,
 	})
 	if err != nil {
 		return nil, err // already "open store <path>: ..."

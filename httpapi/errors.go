@@ -100,6 +100,8 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 		return apierrors.NewRequestEntityTooLargeError(err.Error())
 	case errors.Is(err, store.ErrNoSpace):
 		return errNoSpace()
+	case errors.Is(err, store.ErrQuotaExceeded):
+		return errQuotaExceeded()
 	case errors.Is(err, store.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -120,6 +122,26 @@ func errNoSpace() *apierrors.StatusError {
 	se.ErrStatus.Details.RetryAfterSeconds = noSpaceRetryAfter
 	return se
 }
+
+// errQuotaExceeded is the answer for a create or update refused because
+// the database has reached --quota-backend-bytes. etcd answers
+// "etcdserver: mvcc: database space exceeded", which kube-apiserver passes
+// on as a 500; but this is no server fault, it is a limit the operator
+// set, so edgeapi answers 507 Insufficient Storage (the server cannot
+// store what the request asks it to), with the etcd words in the message
+// so that searches for them find it. It has no Retry-After: waiting does
+// not help until objects are deleted, and client-go would retry a 5xx
+// with Retry-After by itself. kubectl prints it as
+// "Error from server (InsufficientStorage): ...".
+func errQuotaExceeded() *apierrors.StatusError {
+	return statusError(http.StatusInsufficientStorage, reasonInsufficientStorage,
+		"database space exceeded: the database has reached its quota (--quota-backend-bytes); "+
+			"creates and updates are refused until deletes and compaction free space, deletes are accepted", true)
+}
+
+// reasonInsufficientStorage is the Status reason of errQuotaExceeded;
+// metav1 has none for 507.
+const reasonInsufficientStorage metav1.StatusReason = "InsufficientStorage"
 
 // noSpaceRetryAfter is the Retry-After, in seconds, of errNoSpace: about
 // how often the store checks whether space came back.

@@ -676,6 +676,21 @@ func (ws *watchStream) writeError(err error) {
 
 func rawExt(b []byte) runtime.RawExtension { return runtime.RawExtension{Raw: b} }
 
+// spaceDetail is the /readyz?verbose line about the store's space: the
+// quota and the full file system refuse creates and updates but leave the
+// server ready, since reads, watches and deletes still work.
+func spaceDetail(x store.Stats) string {
+	state := "ok"
+	switch {
+	case x.NoSpace:
+		state = "file system full: creates and updates refused until space is freed"
+	case x.OverQuota:
+		state = "database space exceeded: creates and updates refused until deletes and compaction bring the database under its quota"
+	}
+	return fmt.Sprintf("store-space %s: quota_bytes=%d used_bytes=%d quota_exceeded=%t no_space=%t",
+		state, x.QuotaBytes, x.UsedBytes, x.OverQuota, x.NoSpace)
+}
+
 // healthDetails lists store figures for /readyz?verbose.
 func (s *Server) healthDetails() []string {
 	var out []string
@@ -683,7 +698,8 @@ func (s *Server) healthDetails() []string {
 		x := st.Stats()
 		out = append(out,
 			fmt.Sprintf("store revision=%d compacted=%d changelog_rows=%d db_bytes=%d wal_bytes=%d batches=%d batched_writes=%d max_batch=%d",
-				x.Rev, x.CompactedRev, x.ChangeLogRows, x.DBBytes, x.WALBytes, x.Batches, x.BatchedWrites, x.MaxBatchSeen))
+				x.Rev, x.CompactedRev, x.ChangeLogRows, x.DBBytes, x.WALBytes, x.Batches, x.BatchedWrites, x.MaxBatchSeen),
+			spaceDetail(x))
 	}
 	if s.watchCache != nil {
 		n, b, w := s.watchCache.Stats()

@@ -141,6 +141,7 @@ func (db *DB) finishCompaction(ctx context.Context, rev int64) error {
 			}
 			n, err = res.RowsAffected()
 			db.stats.changeLogRows.Add(-n)
+			db.checkQuota(ctx)
 			return err
 		})
 		if err != nil {

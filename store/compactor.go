@@ -17,6 +17,12 @@ var walIdleCheck = 10 * time.Second
 // happened for walIdleCheck, it checkpoints and truncates the WAL so the
 // WAL file does not stay large. Failures are logged and retried at the
 // next run; the compactor never stops for good.
+//
+// It also compacts, without waiting for the interval, whenever a commit
+// takes the change log past Config.MaxChangeLogRows: then it compacts up
+// to the newest MaxChangeLogRows/2 revisions (sizeCompactRev), so that a
+// burst of writes, or a device that restarts before any interval has
+// passed, cannot fill the disk with history.
 func (db *DB) RunCompactor(ctx context.Context, interval time.Duration) {
 	compactTick := time.NewTicker(interval)
 	defer compactTick.Stop()
@@ -41,6 +47,8 @@ func (db *DB) RunCompactor(ctx context.Context, interval time.Duration) {
 				}
 			}
 			prevRev = cur
+		case <-db.compactWake:
+			db.compactForSize(ctx)
 		case <-idleTick.C:
 			cur := db.Rev()
 			if cur == idleRev && cur != truncatedAt {
@@ -66,4 +74,44 @@ func (db *DB) truncateWAL(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// sizeCompactRev is the revision a size-triggered compaction compacts up
+// to: the current one less MaxChangeLogRows/2, since every revision is
+// one change-log row. Over the quota (see quota.go) it keeps only the newest quotaKeepRevs.
+func (db *DB) sizeCompactRev() int64 {
+	if db.overQuota.Load() {
+		keep := int64(quotaKeepRevs)
+		if db.cfg.MaxChangeLogRows > 0 {
+			keep = min(keep, db.cfg.MaxChangeLogRows/2)
+		}
+		return db.Rev() - keep
+	}
+	return db.Rev() - db.cfg.MaxChangeLogRows/2
+}
+
+// compactForSize compacts the change log down to about half its bound,
+// if it is still past it.
+func (db *DB) compactForSize(ctx context.Context) {
+	rows := db.stats.changeLogRows.Load()
+	rev := db.sizeCompactRev()
+	oversized := db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows
+	if (!oversized && !db.overQuota.Load()) || rev <= db.CompactedRev() {
+		return
+	}
+	start, before := time.Now(), db.CompactedRev()
+	if err := db.Compact(ctx, rev); err != nil {
+		if ctx.Err() == nil {
+			db.log.Sugar().Warnw("compact the oversized change log failed; retrying at the next commit or run", "rev", rev, "rows", rows, "error", err)
+		}
+		return
+	}
+	if db.CompactedRev() == before {
+		return // a reader's Hold kept it back
+	}
+	db.stats.sizeCompactions.Add(1)
+	st := db.Stats()
+	db.log.Sugar().Infow("compacted the change log for its size", "rev", rev, "rows_before", rows, "over_quota", db.overQuota.Load(),
+		"max_rows", db.cfg.MaxChangeLogRows, "took", time.Since(start),
+		"changelog_rows", st.ChangeLogRows, "db_bytes", st.DBBytes, "wal_bytes", st.WALBytes)
 }

@@ -21,6 +21,12 @@ const (
 	// slack for the bytes stamping adds.
 	DefaultMaxValueBytes = 4 << 20
 	DefaultReadConns     = 4
+	// DefaultMaxChangeLogRows is the change-log size, in rows, past which
+	// the compactor runs without waiting for its interval (see
+	// Config.MaxChangeLogRows). It is ten times the watch cache's
+	// default DefaultWatchCacheEvents, so that a compaction it triggers
+	// keeps five times what the watch cache holds.
+	DefaultMaxChangeLogRows = 100_000
 )
 
 // Config configures Open.
@@ -53,6 +59,18 @@ type Config struct {
 	// so that deletes and compaction can still commit (see space.go).
 	// Zero or negative keeps no reserve.
 	ReserveBytes int64
+	// MaxChangeLogRows bounds the change log: when a commit takes it past
+	// this many rows, RunCompactor compacts at once instead of waiting for
+	// its interval, keeping the newest MaxChangeLogRows/2 revisions (so a
+	// watch or list within that many revisions of the present still
+	// resumes). Default DefaultMaxChangeLogRows; negative turns the bound
+	// off.
+	MaxChangeLogRows int64
+	// QuotaBytes is the backend quota, etcd's --quota-backend-bytes: once
+	// the database's pages in use reach it, creates and updates fail with
+	// ErrQuotaExceeded until deletes and compaction bring it back under
+	// (see quota.go). Zero or negative sets no quota.
+	QuotaBytes int64
 	// UnsafeNoSync runs SQLite with synchronous=OFF: nothing is fsynced
 	// but the checkpointer's own sync of the database file. For testing
 	// only (the power-cut suite shows the harness sees the loss):
@@ -87,6 +105,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReadConns <= 0 {
 		c.ReadConns = DefaultReadConns
+	}
+	if c.MaxChangeLogRows == 0 {
+		c.MaxChangeLogRows = DefaultMaxChangeLogRows
 	}
 	if c.ObjectCacheBytes == 0 {
 		c.ObjectCacheBytes = DefaultObjectCacheBytes
@@ -141,6 +162,14 @@ type DB struct {
 	// which spaceWake (capacity 1) wakes.
 	noSpace   atomic.Bool
 	spaceWake chan struct{}
+	// compactWake (capacity 1) wakes RunCompactor when a commit takes the
+	// change log past Config.MaxChangeLogRows.
+	compactWake chan struct{}
+	// overQuota is the over-quota state (see quota.go) and usedBytes the
+	// database's pages in use, in bytes, at the writer's last measure;
+	// only the writer stores them.
+	overQuota atomic.Bool
+	usedBytes atomic.Int64
 
 	// rev is the last committed revision; only the writer stores it, after
 	// COMMIT. compactedRev is the scheduled compaction revision.
@@ -193,6 +222,8 @@ type stats struct {
 	walResets         atomic.Int64
 	walResetsDeferred atomic.Int64
 	noSpaceEntered    atomic.Int64
+	sizeCompactions   atomic.Int64
+	quotaExceeded     atomic.Int64
 }
 
 // Stats is a snapshot of the store's counters.
@@ -225,6 +256,19 @@ type Stats struct {
 	// entered it since Open.
 	NoSpace        bool
 	NoSpaceEntered int64
+	// SizeCompactions counts the compactions RunCompactor ran, since Open,
+	// because the change log outgrew Config.MaxChangeLogRows or the
+	// database reached Config.QuotaBytes.
+	SizeCompactions int64
+	// QuotaBytes is Config.QuotaBytes (0: no quota); UsedBytes the
+	// database's pages in use, in bytes, when last measured (0 without a
+	// quota). OverQuota reports the over-quota state: creates and updates
+	// fail with ErrQuotaExceeded. QuotaExceeded counts the times the store
+	// entered it since Open.
+	QuotaBytes    int64
+	UsedBytes     int64
+	OverQuota     bool
+	QuotaExceeded int64
 }
 
 var _ Store = (*DB)(nil)
@@ -245,6 +289,8 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		ckptWake:   make(chan struct{}, 1),
 		writerDone: make(chan struct{}),
 		spaceWake:  make(chan struct{}, 1),
+
+		compactWake: make(chan struct{}, 1),
 	}
 	if cfg.ObjectCacheBytes > 0 {
 		db.cache = newObjectCache(cfg.ObjectCacheBytes)
@@ -258,6 +304,10 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 		return nil, fmt.Errorf("open store %s: %w", cfg.Path, err)
 	}
 	afterOpen()
+	db.checkQuota(ctx)
+	if rows := db.stats.changeLogRows.Load(); db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows {
+		db.wakeCompactor() // a log that grew before a restart
+	}
 
 	bgCtx, cancel := context.WithCancel(context.Background())
 	db.bgCancel = cancel
@@ -467,6 +517,11 @@ func (db *DB) Stats() Stats {
 		WALResetsDeferred: db.stats.walResetsDeferred.Load(),
 		NoSpace:           db.noSpace.Load(),
 		NoSpaceEntered:    db.stats.noSpaceEntered.Load(),
+		SizeCompactions:   db.stats.sizeCompactions.Load(),
+		QuotaBytes:        max(db.cfg.QuotaBytes, 0),
+		UsedBytes:         db.usedBytes.Load(),
+		OverQuota:         db.overQuota.Load(),
+		QuotaExceeded:     db.stats.quotaExceeded.Load(),
 	}
 	if fi, err := os.Stat(db.cfg.Path); err == nil {
 		s.DBBytes = fi.Size()

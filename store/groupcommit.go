@@ -246,7 +246,10 @@ func (db *DB) commit(batch []*writeReq) {
 	if len(events) > 0 {
 		db.stats.batches.Add(1)
 		db.stats.batchedWrites.Add(int64(len(events)))
-		db.stats.changeLogRows.Add(int64(len(events)))
+		if rows := db.stats.changeLogRows.Add(int64(len(events))); db.cfg.MaxChangeLogRows > 0 && rows > db.cfg.MaxChangeLogRows {
+			db.wakeCompactor()
+		}
+		db.checkQuota(context.Background())
 		if n := int64(len(events)); n > db.stats.maxBatch.Load() {
 			db.stats.maxBatch.Store(n) // only the writer stores it
 		}
@@ -341,6 +344,9 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		if db.noSpace.Load() {
 			return ev, ErrNoSpace, nil
 		}
+		if db.overQuota.Load() {
+			return ev, ErrQuotaExceeded, nil
+		}
 		value := stampAt(r.value, r.loc, rev)
 		stored, err := db.encode(r.key, value)
 		if err != nil {
@@ -385,6 +391,9 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		if r.op == opUpdate {
 			if db.noSpace.Load() {
 				return ev, ErrNoSpace, nil
+			}
+			if db.overQuota.Load() {
+				return ev, ErrQuotaExceeded, nil
 			}
 			value := stampAt(r.value, r.loc, rev)
 			stored, err := db.encode(r.key, value)
@@ -450,16 +459,17 @@ type writeStmts struct {
 	deleteObject            *sql.Stmt
 	insertChange            *sql.Stmt
 	setMeta                 *sql.Stmt
+	pagesInUse              *sql.Stmt
 }
 
 func (s *writeStmts) all() []**sql.Stmt {
 	return []**sql.Stmt{&s.begin, &s.commit, &s.rollback, &s.selectObject, &s.insertObject,
-		&s.updateObject, &s.deleteObject, &s.insertChange, &s.setMeta}
+		&s.updateObject, &s.deleteObject, &s.insertChange, &s.setMeta, &s.pagesInUse}
 }
 
 func (s *writeStmts) prepare(ctx context.Context, conn *sql.Conn) error {
 	text := []string{"BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", sqlSelectObject, sqlInsertObject,
-		sqlUpdateObject, sqlDeleteObject, sqlInsertChange, sqlSetMeta}
+		sqlUpdateObject, sqlDeleteObject, sqlInsertChange, sqlSetMeta, sqlPagesInUse}
 	for i, p := range s.all() {
 		stmt, err := conn.PrepareContext(ctx, text[i])
 		if err != nil {

@@ -28,6 +28,9 @@ func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Ob
 	if db.noSpace.Load() {
 		return Object{}, ErrNoSpace
 	}
+	if db.overQuota.Load() {
+		return Object{}, ErrQuotaExceeded
+	}
 	r := getReq()
 	r.op, r.key, r.uid, r.value, r.loc = opCreate, key, uid, value, loc
 	return db.submit(ctx, r)
@@ -44,6 +47,9 @@ func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []by
 	}
 	if db.noSpace.Load() {
 		return Object{}, ErrNoSpace
+	}
+	if db.overQuota.Load() {
+		return Object{}, ErrQuotaExceeded
 	}
 	r := getReq()
 	r.op, r.key, r.pre, r.value, r.loc = opUpdate, key, pre, value, loc
