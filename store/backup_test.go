@@ -72,7 +72,9 @@ func TestDB_Backup(t *testing.T) {
 	wg.Wait()
 }
 
-func itoa(i int) string { return string(rune('a'+i/26/26%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i%26)) }
+func itoa(i int) string {
+	return string(rune('a'+i/26/26%26)) + string(rune('a'+i/26%26)) + string(rune('a'+i%26))
+}
 
 func TestRestore(t *testing.T) {
 	ctx := context.Background()
