@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/edgeapi/edgeapi/encryption"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// This file is `edgeapi check`, `edgeapi backup` and `edgeapi restore`:
+// thin commands over store.Check, store.Backup and store.Restore.
+
+// errCheckFailed is check's error when it found broken invariants (it
+// has printed them).
+var errCheckFailed = errors.New("check found problems")
+
+// parseDataDirFlags parses a data-dir command's flags and rejects
+// arguments; required names flags that must be set.
+func parseDataDirFlags(fs *flag.FlagSet, args []string, required map[string]*string) error {
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	var err error
+	if fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for name, v := range required {
+		if err == nil && *v == "" {
+			err = fmt.Errorf("--%s is required", name)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(fs.Output(), "%v\n", err)
+		fs.Usage()
+		return usageError{err}
+	}
+	return nil
+}
+
+// runCheck is `edgeapi check`: with the daemon stopped, it reads the
+// data dir's database and reports every broken invariant.
+func runCheck(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon must be stopped")
+	encConfig := fs.String("encryption-provider-config", "", "the EncryptionConfiguration `file` the daemon runs with, to check that encrypted values decode")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi check --data-dir DIR [--encryption-provider-config FILE]\n\n"+
+			"Check the database with the daemon stopped: SQLite's integrity check, then edgeapi's\n"+
+			"invariants (revisions, the change log, the compaction marker, every stored value decodes\n"+
+			"and carries its own resourceVersion). Exits 1 and lists the problems if any is found.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseDataDirFlags(fs, args, nil); err != nil {
+		return err
+	}
+	cfg := store.Config{Path: filepath.Join(*dataDir, dbFileName)}
+	if *encConfig != "" {
+		enc, err := encryption.Load(*encConfig)
+		if err != nil {
+			return fmt.Errorf("load encryption provider config: %w", err)
+		}
+		cfg.Transformers = enc.Transformers()
+	}
+	if _, err := os.Stat(cfg.Path); err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	unlock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	r, err := store.Check(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	for _, f := range r.Findings {
+		fmt.Println(f)
+	}
+	if r.Truncated {
+		fmt.Println("(more problems left off)")
+	}
+	fmt.Printf("checked %d objects and %d change-log rows at revision %d (compacted at %d): %d problems\n",
+		r.Objects, r.ChangeLogRows, r.Rev, r.CompactedRev, len(r.Findings))
+	if !r.OK() {
+		return errCheckFailed
+	}
+	return nil
+}
+
+// runBackup is `edgeapi backup`: a consistent copy of the data dir's
+// database, made with the daemon running or stopped.
+func runBackup(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon may be running")
+	to := fs.String("to", "", "the backup `file` to write; it must not exist")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup --data-dir DIR --to FILE\n\n"+
+			"Write a consistent copy of the database to FILE. The daemon may be running: the copy is\n"+
+			"read in one read transaction beside it, and its writes go on. FILE holds Secrets as they\n"+
+			"are stored (encrypted only if the daemon encrypts them): keep it as safe as the data dir.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseDataDirFlags(fs, args, map[string]*string{"to": to}); err != nil {
+		return err
+	}
+	rev, err := store.Backup(ctx, filepath.Join(*dataDir, dbFileName), *to)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("backed up revision %d to %s\n", rev, *to)
+	return nil
+}
+
+// defaultRevisionBump is restore's default --bump-revision.
+const defaultRevisionBump = 1_000_000
+
+// runRestore is `edgeapi restore`: with the daemon stopped, it replaces
+// the data dir's database with a backup, above every revision handed out.
+func runRestore(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon must be stopped")
+	from := fs.String("from", "", "the backup `file` to restore")
+	bump := fs.Int64("bump-revision", defaultRevisionBump, "how far above the newest known revision the restored database starts, for revisions handed out after the data dir's database was lost")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi restore --from FILE --data-dir DIR\n\n"+
+			"Replace the database in DIR with the backup FILE, with the daemon stopped. The restored\n"+
+			"database starts above every revision the backup or the replaced database knew (plus\n"+
+			"--bump-revision) and is compacted there, so clients' older resourceVersions, watches and\n"+
+			"continue tokens get 410 Gone and relist.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseDataDirFlags(fs, args, map[string]*string{"from": from}); err != nil {
+		return err
+	}
+	r, err := store.Check(ctx, store.Config{Path: *from})
+	if err != nil {
+		return fmt.Errorf("restore: check backup: %w", err)
+	}
+	if !r.OK() {
+		for _, f := range r.Findings {
+			fmt.Fprintln(os.Stderr, f)
+		}
+		return fmt.Errorf("restore: backup %s fails its check (%d problems)", *from, len(r.Findings))
+	}
+	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	unlock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	res, err := store.Restore(ctx, *from, filepath.Join(*dataDir, dbFileName), *bump)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("restored %d objects from revision %d (replaced database at %d); revisions continue after %d\n",
+		r.Objects, res.BackupRev, res.ReplacedRev, res.Rev)
+	return nil
+}
