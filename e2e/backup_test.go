@@ -167,3 +167,26 @@ func sqliteExec(t *testing.T, path, stmt string) {
 		t.Fatalf("%s: %v", stmt, err)
 	}
 }
+
+// TestCheck_encryption checks a data dir whose ConfigMaps are encrypted
+// at rest: clean with the daemon's encryption config, and exit 1 naming
+// values that do not decode without it.
+func TestCheck_encryption(t *testing.T) {
+	enc := writeCrashEncConfig(t)
+	d := StartDaemon(t, DaemonOptions{Args: []string{"--encryption-provider-config", enc}})
+	cs := d.Clientset()
+	createNamespace(t, cs, "ck")
+	if _, err := cs.CoreV1().ConfigMaps("ck").Create(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "secret-ish"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := edgeapiTool(t, "check", "--data-dir", d.DataDir, "--encryption-provider-config", enc); code != 0 {
+		t.Errorf("edgeapi check with the encryption config: exit %d: %s%s", code, out, errOut)
+	}
+	out, errOut, code := edgeapiTool(t, "check", "--data-dir", d.DataDir)
+	if code != 1 || !strings.Contains(out, "object /registry/configmaps/ck/secret-ish: value does not decode: identity transformer tried to read encrypted data") {
+		t.Errorf("edgeapi check without the encryption config: exit %d, stdout %q, stderr %q; want exit 1 naming the encrypted ConfigMap", code, out, errOut)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 )
 
@@ -78,6 +79,9 @@ func backupOn(ctx context.Context, conn *sql.Conn, to string) (int64, error) {
 	}
 	if err := os.Rename(tmp, to); err != nil {
 		_ = os.Remove(tmp)
+		return 0, fmt.Errorf("back up: %w", err)
+	}
+	if err := syncDir(filepath.Dir(to)); err != nil {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
 	return rev, nil
@@ -188,6 +192,9 @@ func Restore(ctx context.Context, from, path string, bump int64) (RestoreResult,
 		_ = os.Remove(tmp)
 		return res, fmt.Errorf("restore: %w", err)
 	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return res, fmt.Errorf("restore: %w", err)
+	}
 	return res, nil
 }
 
@@ -258,4 +265,17 @@ func copyFile(from, to string) error {
 		return err
 	}
 	return out.Close()
+}
+
+// syncDir fsyncs the directory dir, so that a rename into it is durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
 }
