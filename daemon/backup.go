@@ -5,8 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+
+	"go.uber.org/zap"
 
 	"github.com/edgeapi/edgeapi/encryption"
 	"github.com/edgeapi/edgeapi/store"
@@ -162,4 +167,59 @@ func runRestore(ctx context.Context, args []string) error {
 	fmt.Printf("restored %d objects from revision %d (replaced database at %d); revisions continue after %d\n",
 		r.Objects, res.BackupRev, res.ReplacedRev, res.Rev)
 	return nil
+}
+
+// backupPath serves a consistent copy of the running daemon's database,
+// for `kubectl get --raw /debug/edgeapi/backup > FILE` (or curl with a
+// client certificate). It sits behind the API's authentication and RBAC
+// like the stats: only users granted get on this non-resource URL
+// (system:masters, cluster-admin) reach it, since the copy holds every
+// stored object, Secrets included.
+const backupPath = "/debug/edgeapi/backup"
+
+// backupHandler serves backupPath: it writes the copy (store.DB.Backup,
+// a read transaction beside the writer) to a private directory in the
+// data dir, streams it and removes it. The copy's revision is in the
+// X-Edgeapi-Revision header.
+func (d *daemon) backupHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		dir, err := os.MkdirTemp(d.cfg.DataDir, "backup-")
+		if err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "edgeapi.backup")
+		rev, err := d.db.Backup(r.Context(), path)
+		if err != nil {
+			d.log.Error("back up", zap.Error(err))
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/vnd.sqlite3")
+		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+		w.Header().Set("X-Edgeapi-Revision", strconv.FormatInt(rev, 10))
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.Copy(w, f); err != nil {
+			d.log.Warn("send backup", zap.Error(err))
+			return
+		}
+		d.log.Info("backup sent", zap.Int64("rev", rev), zap.Int64("bytes", st.Size()))
+	})
 }

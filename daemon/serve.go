@@ -461,7 +461,7 @@ const statsPath = "/debug/edgeapi/stats"
 // extraHandlers are the paths served beside the Kubernetes API: the
 // daemon's figures and the ServiceAccount issuer discovery.
 func (d *daemon) extraHandlers() map[string]http.Handler {
-	m := map[string]http.Handler{statsPath: d.statsHandler()}
+	m := map[string]http.Handler{statsPath: d.statsHandler(), backupPath: d.backupHandler()}
 	for path, h := range d.saTokens.discovery {
 		m[path] = h
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,6 +30,34 @@ func edgeapiTool(t *testing.T, args ...string) (stdout, stderr string, code int)
 // revisions above every one handed out before, and a watch from an old
 // resourceVersion gets 410 Gone.
 func TestBackupRestore(t *testing.T) {
+	t.Run("edgeapi backup", func(t *testing.T) { testBackupRestore(t, false) })
+	t.Run("GET /debug/edgeapi/backup", func(t *testing.T) { testBackupRestore(t, true) })
+}
+
+// backupOverHTTP saves the running daemon's backup endpoint's answer to
+// the file to.
+func backupOverHTTP(t *testing.T, d *Daemon, to string) (string, error) {
+	resp, err := d.HTTPClient().Get(d.URL + "/debug/edgeapi/backup")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(resp.Body)
+		return "", fmt.Errorf("status %d: %s", resp.StatusCode, b)
+	}
+	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	n, err := io.Copy(f, resp.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return fmt.Sprintf("%d bytes at revision %s", n, resp.Header.Get("X-Edgeapi-Revision")), err
+}
+
+func testBackupRestore(t *testing.T, online bool) {
 	ctx := context.Background()
 	d := StartDaemon(t)
 	cs := d.Clientset()
@@ -67,13 +97,23 @@ func TestBackupRestore(t *testing.T) {
 		}
 	}()
 	backup := filepath.Join(t.TempDir(), "edgeapi.backup")
-	out, errOut, code := edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--to", backup)
+	var out, errOut string
+	var code int
+	if online {
+		var err error
+		out, err = backupOverHTTP(t, d, backup)
+		if err != nil {
+			code, errOut = 1, err.Error()
+		}
+	} else {
+		out, errOut, code = edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--to", backup)
+	}
 	close(stop)
 	wg.Wait()
 	if code != 0 {
-		t.Fatalf("edgeapi backup exit %d: %s%s", code, out, errOut)
+		t.Fatalf("backup failed (exit %d): %s%s", code, out, errOut)
 	}
-	t.Logf("edgeapi backup: %s (%d creates ran beside it)", strings.TrimSpace(out), during)
+	t.Logf("backup: %s (%d creates ran beside it)", strings.TrimSpace(out), during)
 
 	// The newest revision the old daemon handed out.
 	list, err := cms.List(ctx, metav1.ListOptions{})
