@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,5 +230,25 @@ func TestCheck_encryption(t *testing.T) {
 	out, errOut, code := edgeapiTool(t, "check", "--data-dir", d.DataDir)
 	if code != 1 || !strings.Contains(out, "object /registry/configmaps/ck/secret-ish: value does not decode: identity transformer tried to read encrypted data") {
 		t.Errorf("edgeapi check without the encryption config: exit %d, stdout %q, stderr %q; want exit 1 naming the encrypted ConfigMap", code, out, errOut)
+	}
+}
+
+// TestBackup_endpointNeedsAdmin checks that the backup endpoint, whose
+// answer holds every stored Secret, is refused to anonymous and ordinary
+// users and served to system:masters.
+func TestBackup_endpointNeedsAdmin(t *testing.T) {
+	d := startAuthDaemon(t)
+	c := tlsClient(t, d)
+	for _, who := range []struct {
+		name   string
+		header http.Header
+		user   string
+	}{{"anonymous", nil, "system:anonymous"}, {"alice", bearer(aliceToken), "alice"}} {
+		wantAuthStatus(t, who.name+" GET /debug/edgeapi/backup", authReq(t, c, d, "GET", "/debug/edgeapi/backup", who.header, nil),
+			403, metav1.StatusReasonForbidden, `forbidden: User "`+who.user+`" cannot get path "/debug/edgeapi/backup"`)
+	}
+	r := authReq(t, c, d, "GET", "/debug/edgeapi/backup", bearer(adminToken), nil)
+	if r.Status != http.StatusOK || !bytes.HasPrefix(r.Body, []byte("SQLite format 3\x00")) {
+		t.Errorf("admin GET /debug/edgeapi/backup: status %d, %d bytes; want 200 and an SQLite file", r.Status, len(r.Body))
 	}
 }
