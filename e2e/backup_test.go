@@ -32,8 +32,9 @@ func edgeapiTool(t *testing.T, args ...string) (stdout, stderr string, code int)
 // revisions above every one handed out before, and a watch from an old
 // resourceVersion gets 410 Gone.
 func TestBackupRestore(t *testing.T) {
-	t.Run("edgeapi backup", func(t *testing.T) { testBackupRestore(t, false) })
-	t.Run("GET /debug/edgeapi/backup", func(t *testing.T) { testBackupRestore(t, true) })
+	t.Run("edgeapi backup --data-dir", func(t *testing.T) { testBackupRestore(t, "data-dir") })
+	t.Run("edgeapi backup --unix-socket", func(t *testing.T) { testBackupRestore(t, "unix-socket") })
+	t.Run("GET /debug/edgeapi/backup", func(t *testing.T) { testBackupRestore(t, "http") })
 }
 
 // backupOverHTTP saves the running daemon's backup endpoint's answer to
@@ -59,9 +60,13 @@ func backupOverHTTP(t *testing.T, d *Daemon, to string) (string, error) {
 	return fmt.Sprintf("%d bytes at revision %s", n, resp.Header.Get("X-Edgeapi-Revision")), err
 }
 
-func testBackupRestore(t *testing.T, online bool) {
+// testBackupRestore is TestBackupRestore with the backup made by how:
+// "data-dir" (edgeapi backup reading the data dir), "unix-socket" (edgeapi
+// backup asking the daemon) or "http" (a GET of the endpoint).
+func testBackupRestore(t *testing.T, how string) {
 	ctx := context.Background()
-	d := StartDaemon(t)
+	socket := filepath.Join(t.TempDir(), "edgeapi.sock")
+	d := StartDaemon(t, DaemonOptions{Args: []string{"--unix-socket", socket}})
 	cs := d.Clientset()
 	createNamespace(t, cs, "bk")
 	cms := cs.CoreV1().ConfigMaps("bk")
@@ -101,13 +106,16 @@ func testBackupRestore(t *testing.T, online bool) {
 	backup := filepath.Join(t.TempDir(), "edgeapi.backup")
 	var out, errOut string
 	var code int
-	if online {
+	switch how {
+	case "http":
 		var err error
 		out, err = backupOverHTTP(t, d, backup)
 		if err != nil {
 			code, errOut = 1, err.Error()
 		}
-	} else {
+	case "unix-socket":
+		out, errOut, code = edgeapiTool(t, "backup", "--unix-socket", socket, "--to", backup)
+	default:
 		out, errOut, code = edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--to", backup)
 	}
 	close(stop)
