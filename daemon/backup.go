@@ -197,17 +197,28 @@ func runRestore(ctx context.Context, args []string) error {
 	from := fs.String("from", "", "the backup `file` to restore")
 	bump := fs.Int64("bump-revision", defaultRevisionBump, "how far above the newest known revision the restored database starts, for revisions handed out after the data dir's database was lost")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edgeapi restore --from FILE --data-dir DIR\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi restore --from FILE --data-dir DIR [--encryption-provider-config FILE]\n\n"+
 			"Replace the database in DIR with the backup FILE, with the daemon stopped. The restored\n"+
 			"database starts above every revision the backup or the replaced database knew (plus\n"+
 			"--bump-revision) and is compacted there, so clients' older resourceVersions, watches and\n"+
 			"continue tokens get 410 Gone and relist.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
+	encConfig := fs.String("encryption-provider-config", "", "the EncryptionConfiguration `file`, to check that the backup's encrypted values decode; without it they are restored unchecked")
 	if err := parseDataDirFlags(fs, args, map[string]*string{"from": from}); err != nil {
 		return err
 	}
-	r, err := store.Check(ctx, store.Config{Path: *from})
+	var r *store.CheckReport
+	var err error
+	if *encConfig != "" {
+		enc, lerr := encryption.Load(*encConfig)
+		if lerr != nil {
+			return fmt.Errorf("load encryption provider config: %w", lerr)
+		}
+		r, err = store.Check(ctx, store.Config{Path: *from, Transformers: enc.Transformers()})
+	} else {
+		r, err = store.CheckWithoutKeys(ctx, *from)
+	}
 	if err != nil {
 		return fmt.Errorf("restore: check backup: %w", err)
 	}
@@ -231,6 +242,9 @@ func runRestore(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("restored %d objects from revision %d (replaced database at %d); revisions continue after %d\n",
 		r.Objects, res.BackupRev, res.ReplacedRev, res.Rev)
+	if r.Opaque > 0 {
+		fmt.Printf("%d encrypted values were restored unchecked (no --encryption-provider-config)\n", r.Opaque)
+	}
 	return nil
 }
 

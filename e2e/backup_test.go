@@ -220,7 +220,8 @@ func sqliteExec(t *testing.T, path, stmt string) {
 
 // TestCheck_encryption checks a data dir whose ConfigMaps are encrypted
 // at rest: clean with the daemon's encryption config, and exit 1 naming
-// values that do not decode without it.
+// values that do not decode without it; then backs it up and restores it,
+// without and with the config.
 func TestCheck_encryption(t *testing.T) {
 	enc := writeCrashEncConfig(t)
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--encryption-provider-config", enc}})
@@ -238,6 +239,23 @@ func TestCheck_encryption(t *testing.T) {
 	out, errOut, code := edgeapiTool(t, "check", "--data-dir", d.DataDir)
 	if code != 1 || !strings.Contains(out, "object /registry/configmaps/ck/secret-ish: value does not decode: identity transformer tried to read encrypted data") {
 		t.Errorf("edgeapi check without the encryption config: exit %d, stdout %q, stderr %q; want exit 1 naming the encrypted ConfigMap", code, out, errOut)
+	}
+
+	// A backup of encrypted values restores without the keys (unchecked)
+	// and checks clean with them afterwards.
+	backup := filepath.Join(t.TempDir(), "edgeapi.backup")
+	if out, errOut, code := edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--to", backup); code != 0 {
+		t.Fatalf("edgeapi backup: exit %d: %s%s", code, out, errOut)
+	}
+	out, errOut, code = edgeapiTool(t, "restore", "--from", backup, "--data-dir", d.DataDir)
+	if code != 0 || !strings.Contains(out, "encrypted values were restored unchecked") {
+		t.Errorf("edgeapi restore of an encrypted backup without the config: exit %d: %s%s; want success saying values were unchecked", code, out, errOut)
+	}
+	if out, errOut, code := edgeapiTool(t, "restore", "--from", backup, "--data-dir", d.DataDir, "--encryption-provider-config", enc); code != 0 {
+		t.Errorf("edgeapi restore with the config: exit %d: %s%s", code, out, errOut)
+	}
+	if out, errOut, code := edgeapiTool(t, "check", "--data-dir", d.DataDir, "--encryption-provider-config", enc); code != 0 {
+		t.Errorf("edgeapi check after restore: exit %d: %s%s", code, out, errOut)
 	}
 }
 

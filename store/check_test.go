@@ -188,3 +188,22 @@ func TestCheck_readsOnly(t *testing.T) {
 		t.Errorf("Check() changed the database file")
 	}
 }
+
+func TestCheckWithoutKeys(t *testing.T) {
+	ctx := context.Background()
+	cfg := checkFixture(t, transformerConfig("", "k1"))
+	r, err := CheckWithoutKeys(ctx, cfg.Path)
+	if err != nil {
+		t.Fatalf("CheckWithoutKeys() error = %v", err)
+	}
+	// 4 objects and 5 change-log values after the compaction (b's update
+	// and its previous value, c's delete and its previous value, e's
+	// create).
+	if !r.OK() || r.Opaque != 4+5 {
+		t.Errorf("CheckWithoutKeys() = findings %q, %d opaque; want none and 9 opaque", r.Findings, r.Opaque)
+	}
+	corrupt(t, cfg.Path, "UPDATE meta SET value = value - 1 WHERE key = 'rev'")
+	if r, err := CheckWithoutKeys(ctx, cfg.Path); err != nil || r.OK() {
+		t.Errorf("CheckWithoutKeys() of a damaged database = %+v, %v; want findings", r, err)
+	}
+}
