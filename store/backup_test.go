@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -110,6 +111,12 @@ func TestRestore(t *testing.T) {
 	}
 
 	db = openTest(t, cfg)
+	var autoVacuum int
+	if err := db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
+		return conn.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&autoVacuum)
+	}); err != nil || autoVacuum != 2 {
+		t.Errorf("restored auto_vacuum = %d (%v), want 2 (incremental), so compaction returns space", autoVacuum, err)
+	}
 	if db.Rev() != res.Rev || db.CompactedRev() != res.Rev {
 		t.Errorf("restored Rev() = %d, CompactedRev() = %d, want both %d", db.Rev(), db.CompactedRev(), res.Rev)
 	}
