@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	_ "modernc.org/sqlite"
 )
@@ -131,6 +132,10 @@ func testBackupRestore(t *testing.T, how string) {
 		t.Fatal(err)
 	}
 	lastRV := mustRV(t, list.ResourceVersion)
+	page, err := cms.List(ctx, metav1.ListOptions{Limit: 10})
+	if err != nil || page.Continue == "" {
+		t.Fatalf("list a first page: %v (continue %q)", err, page.Continue)
+	}
 
 	// check refuses a running daemon's data dir.
 	if _, errOut, code := edgeapiTool(t, "check", "--data-dir", d.DataDir); code == 0 || !strings.Contains(errOut, "in use by another edgeapi") {
@@ -178,6 +183,9 @@ func testBackupRestore(t *testing.T, how string) {
 	}
 	if rv := mustRV(t, created.ResourceVersion); rv <= lastRV {
 		t.Errorf("after restore: a create got resourceVersion %d, want above the old daemon's %d", rv, lastRV)
+	}
+	if _, err := cms.List(ctx, metav1.ListOptions{Limit: 10, Continue: page.Continue}); !apierrors.IsResourceExpired(err) {
+		t.Errorf("after restore: a continue token from before: error %v, want 410 Expired", err)
 	}
 	for _, old := range []int64{lastRV, lastRV - 1} {
 		if _, expired := watchUntilTimeout(t, d2, "/api/v1/namespaces/bk/configmaps", old); expired == "" {
