@@ -207,3 +207,33 @@ func TestCheckWithoutKeys(t *testing.T) {
 		t.Errorf("CheckWithoutKeys() of a damaged database = %+v, %v; want findings", r, err)
 	}
 }
+
+// TestCheck_damagedPages overwrites the database file's last page with
+// garbage, as a bad disk sector would, and expects SQLite's integrity
+// check to be reported.
+func TestCheck_damagedPages(t *testing.T) {
+	cfg := checkFixture(t, Config{})
+	f, err := os.OpenFile(cfg.Path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := make([]byte, 4096)
+	for i := range garbage {
+		garbage[i] = 0xa5
+	}
+	if _, err := f.WriteAt(garbage, st.Size()-4096); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	r, err := Check(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("Check() error = %v", err)
+	}
+	if r.OK() || !strings.HasPrefix(r.Findings[0], "sqlite integrity_check: ") {
+		t.Errorf("Check() findings = %q, want SQLite's integrity check first", r.Findings)
+	}
+}
