@@ -257,8 +257,8 @@ func runRestore(ctx context.Context, args []string) error {
 const backupPath = "/debug/edgeapi/backup"
 
 // backupHandler serves backupPath: it writes the copy (store.DB.Backup,
-// a read transaction beside the writer) to a private directory in the
-// data dir, streams it and removes it. The copy's revision is in the
+// a read transaction beside the writer) to a private directory under the
+// data dir's backupScratchDir, streams it and removes it. The copy's revision is in the
 // X-Edgeapi-Revision header.
 func (d *daemon) backupHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -267,7 +267,12 @@ func (d *daemon) backupHandler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		dir, err := os.MkdirTemp(d.cfg.DataDir, "backup-")
+		scratch := filepath.Join(d.cfg.DataDir, backupScratchDir)
+		if err := os.MkdirAll(scratch, 0o700); err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		dir, err := os.MkdirTemp(scratch, "backup-")
 		if err != nil {
 			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
 			return
@@ -301,4 +306,16 @@ func (d *daemon) backupHandler() http.Handler {
 		}
 		d.log.Info("backup sent", zap.Int64("rev", rev), zap.Int64("bytes", st.Size()))
 	})
+}
+
+// backupScratchDir is the data dir's directory for the endpoint's copies
+// while they are sent.
+const backupScratchDir = "backups.tmp"
+
+// removeBackupScratch removes the copies a daemon killed while sending
+// them left behind. The caller holds the data dir lock.
+func removeBackupScratch(dataDir string, log *zap.Logger) {
+	if err := os.RemoveAll(filepath.Join(dataDir, backupScratchDir)); err != nil {
+		log.Warn("remove leftover backup copies", zap.Error(err))
+	}
 }

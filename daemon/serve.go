@@ -110,6 +110,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.unlock, err = lockDataDir(dataDir); err != nil {
 		return nil, err
 	}
+	removeBackupScratch(dataDir, log)
 
 	// Open reads only the schema version and the revision counters, so
 	// start-up time doesn't grow with the number of objects.

@@ -286,3 +286,28 @@ func TestBackup_endpointNeedsAdmin(t *testing.T) {
 		t.Errorf("admin GET /debug/edgeapi/backup: status %d, %d bytes; want 200 and an SQLite file", r.Status, len(r.Body))
 	}
 }
+
+// TestBackup_endpointLeavesNothing checks that the endpoint's copy is
+// removed once sent, and that a copy left by a daemon killed while
+// sending one is removed at the next start.
+func TestBackup_endpointLeavesNothing(t *testing.T) {
+	dataDir := t.TempDir()
+	left := filepath.Join(dataDir, "backups.tmp", "backup-1", "edgeapi.backup")
+	if err := os.MkdirAll(filepath.Dir(left), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(left, []byte("left by a killed daemon"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := StartDaemon(t, DaemonOptions{DataDir: dataDir})
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("after start: %s: %v, want it removed", left, err)
+	}
+	if _, err := backupOverHTTP(t, d, filepath.Join(t.TempDir(), "b")); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(dataDir, "backups.tmp"))
+	if err != nil || len(entries) != 0 {
+		t.Errorf("after a backup: backups.tmp holds %v (%v), want nothing", entries, err)
+	}
+}
