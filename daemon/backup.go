@@ -258,7 +258,7 @@ const backupPath = "/debug/edgeapi/backup"
 
 // backupHandler serves backupPath: it writes the copy (store.DB.Backup,
 // a read transaction beside the writer) to a private directory under the
-// data dir's backupScratchDir, streams it and removes it. The copy's revision is in the
+// data dir's backupScratchDir, opens it, removes it and streams it. The copy's revision is in the
 // X-Edgeapi-Revision header.
 func (d *daemon) backupHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -295,6 +295,11 @@ func (d *daemon) backupHandler() http.Handler {
 		if err != nil {
 			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
 			return
+		}
+		// The open file is all that is needed: remove the directory now,
+		// so that nothing is left even before the copy is sent.
+		if err := os.RemoveAll(dir); err != nil {
+			d.log.Warn("remove backup copy", zap.Error(err))
 		}
 		w.Header().Set("Content-Type", "application/vnd.sqlite3")
 		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
