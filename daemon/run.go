@@ -23,6 +23,9 @@ var commands = []command{
 	{"proxy", "forward a loopback port to the Unix socket for your own user (for kubectl)", runProxy},
 	{"kubeconfig", "issue a client certificate for a user and groups, and write a kubeconfig that uses it", runKubeconfig},
 	{"rewrite-secrets", "re-encrypt stored Secrets with the first key (offline, after a key rotation)", runRewriteSecrets},
+	{"check", "check the database's integrity and invariants (offline)", runCheck},
+	{"backup", "write a consistent copy of the database (the daemon may be running)", runBackup},
+	{"restore", "replace the database with a backup, above every revision handed out (offline)", runRestore},
 	{"version", "print version information", runVersion},
 }
 

@@ -114,6 +114,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.unlock, err = lockDataDir(dataDir); err != nil {
 		return nil, err
 	}
+	removeBackupScratch(dataDir, log)
 
 	// Open reads only the schema version and the revision counters, so
 	// start-up time doesn't grow with the number of objects.
@@ -485,7 +486,7 @@ func (d *daemon) admitWatch() func(http.ResponseWriter, *http.Request) (func(), 
 // extraHandlers are the paths served beside the Kubernetes API: the
 // daemon's figures and the ServiceAccount issuer discovery.
 func (d *daemon) extraHandlers() map[string]http.Handler {
-	m := map[string]http.Handler{statsPath: d.statsHandler(), metricsPath: d.metrics.handler()}
+	m := map[string]http.Handler{statsPath: d.statsHandler(), metricsPath: d.metrics.handler(), backupPath: d.backupHandler()}
 	for path, h := range d.saTokens.discovery {
 		m[path] = h
 	}

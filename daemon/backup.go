@@ -1,0 +1,326 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/edgeapi/edgeapi/encryption"
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// This file is `edgeapi check`, `edgeapi backup` and `edgeapi restore`:
+// thin commands over store.Check, store.Backup and store.Restore.
+
+// errCheckFailed is check's error when it found broken invariants (it
+// has printed them).
+var errCheckFailed = errors.New("check found problems")
+
+// parseDataDirFlags parses a data-dir command's flags and rejects
+// arguments; required names flags that must be set.
+func parseDataDirFlags(fs *flag.FlagSet, args []string, required map[string]*string) error {
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	var err error
+	if fs.NArg() > 0 {
+		err = fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for name, v := range required {
+		if err == nil && *v == "" {
+			err = fmt.Errorf("--%s is required", name)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(fs.Output(), "%v\n", err)
+		fs.Usage()
+		return usageError{err}
+	}
+	return nil
+}
+
+// runCheck is `edgeapi check`: with the daemon stopped, it reads the
+// data dir's database and reports every broken invariant.
+func runCheck(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon must be stopped")
+	encConfig := fs.String("encryption-provider-config", "", "the EncryptionConfiguration `file` the daemon runs with, to check that encrypted values decode")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi check --data-dir DIR [--encryption-provider-config FILE]\n\n"+
+			"Check the database with the daemon stopped: SQLite's integrity check, then edgeapi's\n"+
+			"invariants (revisions, the change log, the compaction marker, every stored value decodes\n"+
+			"and carries its own resourceVersion). Exits 1 and lists the problems if any is found.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseDataDirFlags(fs, args, nil); err != nil {
+		return err
+	}
+	cfg := store.Config{Path: filepath.Join(*dataDir, dbFileName)}
+	if *encConfig != "" {
+		enc, err := encryption.Load(*encConfig)
+		if err != nil {
+			return fmt.Errorf("load encryption provider config: %w", err)
+		}
+		cfg.Transformers = enc.Transformers()
+	}
+	if _, err := os.Stat(cfg.Path); err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	unlock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	r, err := store.Check(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("check: %w", err)
+	}
+	for _, f := range r.Findings {
+		fmt.Println(f)
+	}
+	if r.Truncated {
+		fmt.Println("(more problems left off)")
+	}
+	fmt.Printf("checked %d objects and %d change-log rows at revision %d (compacted at %d): %d problems\n",
+		r.Objects, r.ChangeLogRows, r.Rev, r.CompactedRev, len(r.Findings))
+	if !r.OK() {
+		return errCheckFailed
+	}
+	return nil
+}
+
+// runBackup is `edgeapi backup`: a consistent copy of the data dir's
+// database, made with the daemon running or stopped; or, with
+// --unix-socket, fetched from the running daemon's backup endpoint.
+func runBackup(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon may be running")
+	socket := fs.String("unix-socket", "", "instead of reading the data dir, ask the running daemon at this Unix socket `path` (its --unix-socket) for the copy; needs a user RBAC lets get "+backupPath+" (root is system:masters)")
+	to := fs.String("to", "", "the backup `file` to write; it must not exist")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR | --unix-socket PATH] --to FILE\n\n"+
+			"Write a consistent copy of the database to FILE. The daemon may be running: the copy is\n"+
+			"read in one read transaction beside it, and its writes go on. FILE holds Secrets as they\n"+
+			"are stored (encrypted only if the daemon encrypts them): keep it as safe as the data dir.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := parseDataDirFlags(fs, args, map[string]*string{"to": to}); err != nil {
+		return err
+	}
+	if *socket != "" {
+		rev, size, err := backupFromSocket(ctx, *socket, *to)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("backed up revision %d (%d bytes) from the daemon at %s to %s\n", rev, size, *socket, *to)
+		return nil
+	}
+	rev, err := store.Backup(ctx, filepath.Join(*dataDir, dbFileName), *to)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("backed up revision %d to %s\n", rev, *to)
+	return nil
+}
+
+// backupFromSocket fetches backupPath from the daemon at the Unix socket
+// and writes it to the new file to (through to.partial, synced, then
+// renamed).
+func backupFromSocket(ctx context.Context, socket, to string) (rev, size int64, err error) {
+	if _, err := os.Lstat(to); err == nil {
+		return 0, 0, fmt.Errorf("back up: %s already exists", to)
+	}
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		},
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://edgeapi"+backupPath, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("back up: %w", err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, 0, fmt.Errorf("back up: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return 0, 0, fmt.Errorf("back up: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
+	}
+	rev, _ = strconv.ParseInt(resp.Header.Get("X-Edgeapi-Revision"), 10, 64)
+	tmp := to + ".partial"
+	_ = os.Remove(tmp)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return 0, 0, fmt.Errorf("back up: %w", err)
+	}
+	size, err = io.Copy(f, resp.Body)
+	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
+		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, to)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return 0, 0, fmt.Errorf("back up: %w", err)
+	}
+	return rev, size, nil
+}
+
+// defaultRevisionBump is restore's default --bump-revision.
+const defaultRevisionBump = 1_000_000
+
+// runRestore is `edgeapi restore`: with the daemon stopped, it replaces
+// the data dir's database with a backup, above every revision handed out.
+func runRestore(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon must be stopped")
+	from := fs.String("from", "", "the backup `file` to restore")
+	bump := fs.Int64("bump-revision", defaultRevisionBump, "how far above the newest known revision the restored database starts, for revisions handed out after the data dir's database was lost")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi restore --from FILE --data-dir DIR [--encryption-provider-config FILE]\n\n"+
+			"Replace the database in DIR with the backup FILE, with the daemon stopped. The restored\n"+
+			"database starts above every revision the backup or the replaced database knew (plus\n"+
+			"--bump-revision) and is compacted there, so clients' older resourceVersions, watches and\n"+
+			"continue tokens get 410 Gone and relist.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	encConfig := fs.String("encryption-provider-config", "", "the EncryptionConfiguration `file`, to check that the backup's encrypted values decode; without it they are restored unchecked")
+	if err := parseDataDirFlags(fs, args, map[string]*string{"from": from}); err != nil {
+		return err
+	}
+	var r *store.CheckReport
+	var err error
+	if *encConfig != "" {
+		enc, lerr := encryption.Load(*encConfig)
+		if lerr != nil {
+			return fmt.Errorf("load encryption provider config: %w", lerr)
+		}
+		r, err = store.Check(ctx, store.Config{Path: *from, Transformers: enc.Transformers()})
+	} else {
+		r, err = store.CheckWithoutKeys(ctx, *from)
+	}
+	if err != nil {
+		return fmt.Errorf("restore: check backup: %w", err)
+	}
+	if !r.OK() {
+		for _, f := range r.Findings {
+			fmt.Fprintln(os.Stderr, f)
+		}
+		return fmt.Errorf("restore: backup %s fails its check (%d problems)", *from, len(r.Findings))
+	}
+	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	unlock, err := lockDataDir(*dataDir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	res, err := store.Restore(ctx, *from, filepath.Join(*dataDir, dbFileName), *bump)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("restored %d objects from revision %d (replaced database at %d); revisions continue after %d\n",
+		r.Objects, res.BackupRev, res.ReplacedRev, res.Rev)
+	if r.Opaque > 0 {
+		fmt.Printf("%d encrypted values were restored unchecked (no --encryption-provider-config)\n", r.Opaque)
+	}
+	return nil
+}
+
+// backupPath serves a consistent copy of the running daemon's database,
+// for `kubectl get --raw /debug/edgeapi/backup > FILE` (or curl with a
+// client certificate). It sits behind the API's authentication and RBAC
+// like the stats: only users granted get on this non-resource URL
+// (system:masters, cluster-admin) reach it, since the copy holds every
+// stored object, Secrets included.
+const backupPath = "/debug/edgeapi/backup"
+
+// backupHandler serves backupPath: it writes the copy (store.DB.Backup,
+// a read transaction beside the writer) to a private directory under the
+// data dir's backupScratchDir, opens it, removes it and streams it. The copy's revision is in the
+// X-Edgeapi-Revision header.
+func (d *daemon) backupHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", "GET")
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		scratch := filepath.Join(d.cfg.DataDir, backupScratchDir)
+		if err := os.MkdirAll(scratch, 0o700); err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		dir, err := os.MkdirTemp(scratch, "backup-")
+		if err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		defer os.RemoveAll(dir)
+		path := filepath.Join(dir, "edgeapi.backup")
+		rev, err := d.db.Backup(r.Context(), path)
+		if err != nil {
+			d.log.Error("back up", zap.Error(err))
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
+			return
+		}
+		// The open file is all that is needed: remove the directory now,
+		// so that nothing is left even before the copy is sent.
+		if err := os.RemoveAll(dir); err != nil {
+			d.log.Warn("remove backup copy", zap.Error(err))
+		}
+		w.Header().Set("Content-Type", "application/vnd.sqlite3")
+		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+		w.Header().Set("X-Edgeapi-Revision", strconv.FormatInt(rev, 10))
+		w.WriteHeader(http.StatusOK)
+		if _, err := io.Copy(w, f); err != nil {
+			d.log.Warn("send backup", zap.Error(err))
+			return
+		}
+		d.log.Info("backup sent", zap.Int64("rev", rev), zap.Int64("bytes", st.Size()))
+	})
+}
+
+// backupScratchDir is the data dir's directory for the endpoint's copies
+// while they are sent.
+const backupScratchDir = "backups.tmp"
+
+// removeBackupScratch removes the copies a daemon killed while sending
+// them left behind. The caller holds the data dir lock.
+func removeBackupScratch(dataDir string, log *zap.Logger) {
+	if err := os.RemoveAll(filepath.Join(dataDir, backupScratchDir)); err != nil {
+		log.Warn("remove leftover backup copies", zap.Error(err))
+	}
+}
