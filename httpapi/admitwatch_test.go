@@ -5,13 +5,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/edgeapi/edgeapi/registry"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 // TestServer_AdmitWatch: every watch asks Config.AdmitWatch before it
@@ -19,11 +17,7 @@ import (
 // calls release exactly once when it ends: at its timeout, after it owned
 // its connection, and when it fails before streaming.
 func TestServer_AdmitWatch(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t)
 	var asked, open atomic.Int64
 	var refuse atomic.Bool
 	s, err := New(Config{Store: db, Registry: registry.Builtin(), AdmitWatch: func(w http.ResponseWriter, r *http.Request) (func(), bool) {

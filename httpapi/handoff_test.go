@@ -8,24 +8,19 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/edgeapi/edgeapi/registry"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 // newConnTestServer runs a Server over real SQLite behind an http.Server
 // that also serves its HandoffListener, as the daemon does.
 func newConnTestServer(t *testing.T, cfg Config) *httptest.Server {
 	t.Helper()
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestStore(t)
 	cfg.Store, cfg.Registry = db, registry.Builtin()
 	s, err := New(cfg)
 	if err != nil {

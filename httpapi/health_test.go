@@ -5,24 +5,18 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/edgeapi/edgeapi/registry"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 // TestServer_ReadyCheck checks that a ready check keeps /readyz and
 // /healthz failing with kube-apiserver's listing of the failing check,
 // leaves /livez alone, and lets them pass once it is ready.
 func TestServer_ReadyCheck(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t)
 	s, err := New(Config{Store: db, Registry: registry.Builtin()})
 	if err != nil {
 		t.Fatal(err)

@@ -8,12 +8,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/edgeapi/edgeapi/registry"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 // TestServer_ListStreamed serves the same store through a server that
@@ -23,11 +21,7 @@ import (
 // and remaining counts, selectors, past revisions, Tables and metadata
 // lists, and an events.k8s.io kind whose stored objects are converted.
 func TestServer_ListStreamed(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t)
 	serve := func(cfg Config) *httptest.Server {
 		cfg.Store, cfg.Registry = db, registry.Builtin()
 		s, err := New(cfg)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,16 +16,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/edgeapi/edgeapi/registry"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 // newOpenAPITestServer serves reg over real SQLite.
 func newOpenAPITestServer(t *testing.T, reg *registry.Registry) *httptest.Server {
 	t.Helper()
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := openTestStore(t)
 	s, err := New(Config{Store: db, Registry: reg})
 	if err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/edgeapi/edgeapi/auth/authn"
 	"github.com/edgeapi/edgeapi/registry"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 func TestRouted(t *testing.T) {
@@ -60,11 +58,7 @@ func TestRouted(t *testing.T) {
 // or rule resolver, which allows everything, with and without a user in
 // the request's context.
 func TestServer_Review(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t)
 	s, err := New(Config{Store: db, Registry: registry.Builtin()})
 	if err != nil {
 		t.Fatal(err)
