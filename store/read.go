@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -60,6 +61,8 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 			return obj, nil
 		}
 	}
+	start := time.Now()
+	defer db.observeSince(OpGet, key.Resource, start)
 	if err := db.readers.enter(ctx); err != nil {
 		return Object{}, err
 	}
@@ -97,6 +100,8 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 // last one returned (0 when !More) and is -1 when a Filter is set, since
 // counting those that pass would mean reading them all.
 func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
+	start := time.Now()
+	defer db.observeSince(OpList, opts.Resource, start)
 	var res ListResult
 	err := db.readTx(ctx, "list", func(tx *sql.Tx, cur, compacted int64) (err error) {
 		res, err = db.list(ctx, tx, opts, cur, compacted)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 )
 
 // This file is the write API: each call validates its input on the
@@ -33,6 +34,8 @@ func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Ob
 	}
 	r := getReq()
 	r.op, r.key, r.uid, r.value, r.loc = opCreate, key, uid, value, loc
+	start := time.Now()
+	defer db.observeSince(OpCreate, key.Resource, start)
 	return db.submit(ctx, r)
 }
 
@@ -53,6 +56,8 @@ func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []by
 	}
 	r := getReq()
 	r.op, r.key, r.pre, r.value, r.loc = opUpdate, key, pre, value, loc
+	start := time.Now()
+	defer db.observeSince(OpUpdate, key.Resource, start)
 	return db.submit(ctx, r)
 }
 
@@ -64,6 +69,8 @@ func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []by
 func (db *DB) Delete(ctx context.Context, key Key, pre Preconditions) (Object, error) {
 	r := getReq()
 	r.op, r.key, r.pre = opDelete, key, pre
+	start := time.Now()
+	defer db.observeSince(OpDelete, key.Resource, start)
 	return db.submit(ctx, r)
 }
 
