@@ -81,7 +81,7 @@ var (
 		"Number of stored objects at the time of last check split by kind.",
 		[]string{"group", "resource"}, nil)
 	storageSizeDesc = prometheus.NewDesc("apiserver_storage_size_bytes",
-		"Size of the storage database file physically allocated in bytes.",
+		"Size of the storage database file physically allocated in bytes: the SQLite database file and its WAL.",
 		[]string{"storage_cluster_id"}, nil)
 	quotaBytesDesc = prometheus.NewDesc("etcd_server_quota_backend_bytes",
 		"Current backend storage quota size in bytes (--quota-backend-bytes; 0: no quota).", nil, nil)
@@ -116,7 +116,8 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range storeMetrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s))
 	}
-	ch <- prometheus.MustNewConstMetric(storageSizeDesc, prometheus.GaugeValue, float64(s.DBBytes), storageClusterID)
+	// What the database takes on disk: its file and its WAL.
+	ch <- prometheus.MustNewConstMetric(storageSizeDesc, prometheus.GaugeValue, float64(s.DBBytes+s.WALBytes), storageClusterID)
 	ch <- prometheus.MustNewConstMetric(quotaBytesDesc, prometheus.GaugeValue, float64(s.QuotaBytes))
 	if s.QuotaBytes > 0 {
 		ch <- prometheus.MustNewConstMetric(inUseBytesDesc, prometheus.GaugeValue, float64(s.UsedBytes))

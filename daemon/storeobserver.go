@@ -49,6 +49,9 @@ type storeObserver struct {
 	// byResource are the resolved request histograms per store resource
 	// (Key.Resource) and operation.
 	byResource map[string]*[store.NumOps]prometheus.Observer
+	// other are the histograms of the resources past
+	// maxObservedResources.
+	other [store.NumOps]prometheus.Observer
 }
 
 var _ store.Observer = (*storeObserver)(nil)
@@ -106,35 +109,37 @@ func (o *storeObserver) ObserveRequest(op store.Op, resource string, d time.Dura
 		return
 	}
 	o.mu.RLock()
-	s := o.byResource[resource]
-	o.mu.RUnlock()
-	if s == nil {
-		s = o.resolve(resource)
+	var h prometheus.Observer
+	if s := o.byResource[resource]; s != nil {
+		h = s[op]
 	}
-	s[op].Observe(d.Seconds())
+	o.mu.RUnlock()
+	if h == nil {
+		h = o.resolve(op, resource)
+	}
+	h.Observe(d.Seconds())
 }
 
-// resolve finds or creates the histograms of resource.
-func (o *storeObserver) resolve(resource string) *[store.NumOps]prometheus.Observer {
+// resolve finds or creates the histogram of op on resource. Series are
+// created as they are first used, so that a scrape shows the operations
+// that happened.
+func (o *storeObserver) resolve(op store.Op, resource string) prometheus.Observer {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if s := o.byResource[resource]; s != nil {
-		return s
+	s := o.byResource[resource]
+	group, res := splitStorageResource(resource)
+	switch {
+	case s != nil:
+	case len(o.byResource) >= maxObservedResources:
+		s, group, res = &o.other, "", "other"
+	default:
+		s = new([store.NumOps]prometheus.Observer)
+		o.byResource[strings.Clone(resource)] = s
 	}
-	key := strings.Clone(resource)
-	if len(o.byResource) >= maxObservedResources {
-		key = "other"
-		if s := o.byResource[key]; s != nil {
-			return s
-		}
-	}
-	group, res := splitStorageResource(key)
-	s := new([store.NumOps]prometheus.Observer)
-	for op := range store.NumOps {
+	if s[op] == nil {
 		s[op] = o.requests.WithLabelValues(op.String(), group, res)
 	}
-	o.byResource[key] = s
-	return s
+	return s[op]
 }
 
 // splitStorageResource splits a store resource ("configmaps",
