@@ -140,6 +140,10 @@ func (c *objectCounts) applyLocked(events []Event) {
 	}
 }
 
+// countHook, when set (by tests), runs in countObjects with afterSnapshot
+// false before it takes its snapshot, and true after, before it counts.
+var countHook func(afterSnapshot bool)
+
 const sqlCountObjects = `SELECT resource, COUNT(*) FROM objects GROUP BY resource`
 
 // countObjects counts the objects per resource in one read snapshot and
@@ -156,6 +160,9 @@ func (db *DB) countObjects(ctx context.Context) error {
 		return translate("count objects", err)
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only: nothing to lose
+	if countHook != nil {
+		countHook(false)
+	}
 	// The snapshot starts at the transaction's first read: take it
 	// while no commit is between its COMMIT and its counts.
 	c.mu.Lock()
@@ -168,6 +175,9 @@ func (db *DB) countObjects(ctx context.Context) error {
 	c.mu.Unlock()
 	if err != nil {
 		return translate("count objects", err)
+	}
+	if countHook != nil {
+		countHook(true)
 	}
 	rows, err := tx.QueryContext(ctx, sqlCountObjects)
 	if err != nil {
