@@ -233,22 +233,29 @@ func (db *DB) startCountingObjects(ctx context.Context) {
 // resource that has or had objects since Open (a resource whose objects
 // were all deleted reports 0), and returns true; or returns false
 // without calling fn while the first count, which runs in the background
-// after Open, is not done. fn runs with the counts locked: it must not
-// call the store.
+// after Open, is not done. fn runs on a copy: it may take its time.
 func (db *DB) ObjectCounts(fn func(resource string, n int64)) bool {
 	c := &db.objects
 	if !c.counted.Load() {
 		return false
 	}
+	type count struct {
+		resource string
+		n        int64
+	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	counts := make([]count, 0, len(c.base)+len(c.live))
 	for r, n := range c.base {
-		fn(r, n+c.live[r])
+		counts = append(counts, count{r, n + c.live[r]})
 	}
 	for r, n := range c.live {
 		if _, ok := c.base[r]; !ok {
-			fn(r, n)
+			counts = append(counts, count{r, n})
 		}
+	}
+	c.mu.Unlock()
+	for _, rc := range counts {
+		fn(rc.resource, rc.n)
 	}
 	return true
 }
