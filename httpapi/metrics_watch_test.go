@@ -3,11 +3,14 @@ package httpapi
 import (
 	"bufio"
 	"context"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -183,5 +186,56 @@ func TestMetrics_watchAndTerminateAllocs(t *testing.T) {
 		m.terminate(k, false)
 	}); got != 0 {
 		t.Errorf("termination: got %v allocations, want 0", got)
+	}
+}
+
+// TestServer_BodyTimeoutTermination: a request whose body does not
+// arrive within RequestTimeout gets a 504, counted in
+// apiserver_request_terminations_total.
+func TestServer_BodyTimeoutTermination(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{Store: db, Registry: registry.Builtin(), Metrics: m, RequestTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(s.Handler())
+	t.Cleanup(func() {
+		ts.Close()
+		_ = s.Close(context.Background())
+	})
+	conn, err := net.Dial("tcp", ts.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Ten bytes of a hundred, and no more.
+	fmt.Fprintf(conn, "POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"metadata")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusGatewayTimeout {
+		t.Fatalf("got %d, want 504", resp.StatusCode)
+	}
+	labels := map[string]string{"verb": "POST", "version": "v1", "resource": "configmaps", "scope": "resource", "code": "504"}
+	mfs := gather(t, reg)
+	if got := counterWith(mfs["apiserver_request_terminations_total"], labels); got != 1 {
+		t.Errorf("apiserver_request_terminations_total%v: got %v, want 1", labels, got)
+	}
+	if got := counterWith(mfs["apiserver_request_total"], labels); got != 1 {
+		t.Errorf("apiserver_request_total%v: got %v, want 1", labels, got)
 	}
 }
