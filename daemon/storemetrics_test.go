@@ -79,10 +79,10 @@ func TestStoreObserver_exposition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.ObserveRequest(store.OpGet, "configmaps", 3*time.Millisecond)
-	o.ObserveRequest(store.OpGet, "configmaps", 30*time.Millisecond)
-	o.ObserveRequest(store.OpList, "leases.coordination.k8s.io", time.Millisecond)
-	o.ObserveRequest(store.OpChanges, "", time.Millisecond)
+	o.ObserveRequest(store.OpGet, "configmaps", 3*time.Millisecond, false)
+	o.ObserveRequest(store.OpGet, "configmaps", 30*time.Millisecond, true)
+	o.ObserveRequest(store.OpList, "leases.coordination.k8s.io", time.Millisecond, false)
+	o.ObserveRequest(store.OpChanges, "", time.Millisecond, false)
 	o.ObserveCommit(3, 4*time.Millisecond, 3*time.Millisecond)
 	o.ObserveCommit(1, time.Millisecond, time.Millisecond)
 	o.ObserveCompaction(store.CompactSize, 2*time.Second)
@@ -114,6 +114,23 @@ func TestStoreObserver_exposition(t *testing.T) {
 	}
 	if n := len(req.GetMetric()); n != 3 {
 		t.Errorf("etcd_request_duration_seconds: got %d series, want only the 3 used", n)
+	}
+	for _, tc := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"etcd_requests_total", `group="",operation="get",resource="configmaps",`, 2},
+		{"etcd_requests_total", `group="coordination.k8s.io",operation="list",resource="leases",`, 1},
+		{"etcd_request_errors_total", `group="",operation="get",resource="configmaps",`, 1},
+		{"etcd_request_errors_total", `group="coordination.k8s.io",operation="list",resource="leases",`, 0},
+	} {
+		mf := mfs[tc.name]
+		if mf.GetType() != dto.MetricType_COUNTER {
+			t.Errorf("%s: got %v, want a counter", tc.name, mf.GetType())
+		}
+		if m := find(mf, tc.labels); m == nil || m.GetCounter().GetValue() != tc.want {
+			t.Errorf("%s{%s}: got %v, want %v", tc.name, tc.labels, m, tc.want)
+		}
 	}
 
 	for _, tc := range []struct {
@@ -165,9 +182,9 @@ func TestStoreObserver_allocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.ObserveRequest(store.OpGet, "leases.coordination.k8s.io", time.Millisecond)
+	o.ObserveRequest(store.OpGet, "leases.coordination.k8s.io", time.Millisecond, false)
 	for name, fn := range map[string]func(){
-		"request":    func() { o.ObserveRequest(store.OpGet, "leases.coordination.k8s.io", time.Millisecond) },
+		"request":    func() { o.ObserveRequest(store.OpGet, "leases.coordination.k8s.io", time.Millisecond, true) },
 		"commit":     func() { o.ObserveCommit(7, 2*time.Millisecond, time.Millisecond) },
 		"compaction": func() { o.ObserveCompaction(store.CompactInterval, time.Second) },
 	} {
@@ -186,7 +203,7 @@ func TestStoreObserver_boundedResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range maxObservedResources + 5 {
-		o.ObserveRequest(store.OpGet, fmt.Sprintf("r%d.example.com", i), time.Millisecond)
+		o.ObserveRequest(store.OpGet, fmt.Sprintf("r%d.example.com", i), time.Millisecond, false)
 	}
 	mf := exposition(t, reg)["etcd_request_duration_seconds"]
 	if got, want := len(mf.GetMetric()), maxObservedResources+1; got != want {

@@ -33,12 +33,15 @@ var compactionBuckets = prometheus.ExponentialBuckets(0.001, 4, 11)
 const maxObservedResources = 1024
 
 // storeObserver is the store's Observer: it records
-// etcd_request_duration_seconds with kube-apiserver's name, labels and
+// etcd_request_duration_seconds, etcd_requests_total and
+// etcd_request_errors_total with kube-apiserver's names, labels and
 // buckets, and the group-commit and compaction figures under edgeapi_
 // names. Each series is resolved once, so that recording is a map lookup
-// and an atomic update, without allocating.
+// and atomic updates, without allocating.
 type storeObserver struct {
 	requests      *prometheus.HistogramVec
+	requestsTotal *prometheus.CounterVec
+	requestErrors *prometheus.CounterVec
 	batchSize     prometheus.Histogram
 	commit        prometheus.Histogram
 	commitFsync   prometheus.Histogram
@@ -46,12 +49,18 @@ type storeObserver struct {
 	compactionDur [store.NumCompactionTriggers]prometheus.Observer
 
 	mu sync.RWMutex
-	// byResource are the resolved request histograms per store resource
-	// (Key.Resource) and operation.
-	byResource map[string]*[store.NumOps]prometheus.Observer
-	// other are the histograms of the resources past
-	// maxObservedResources.
-	other [store.NumOps]prometheus.Observer
+	// byResource are the resolved request series per store resource
+	// (Key.Resource) and operation; nil until first used.
+	byResource map[string]*[store.NumOps]*requestSeries
+	// other are the series of the resources past maxObservedResources.
+	other [store.NumOps]*requestSeries
+}
+
+// requestSeries are the resolved series of one operation on one
+// resource.
+type requestSeries struct {
+	duration      prometheus.Observer
+	total, errors prometheus.Counter
 }
 
 var _ store.Observer = (*storeObserver)(nil)
@@ -64,6 +73,14 @@ func newStoreObserver(reg prometheus.Registerer) (*storeObserver, error) {
 			Name:    "etcd_request_duration_seconds",
 			Help:    "Etcd request latency in seconds for each operation and object type: here, requests to the SQLite store (a get the object cache answers is not one).",
 			Buckets: etcdRequestBuckets,
+		}, []string{"operation", "group", "resource"}),
+		requestsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etcd_requests_total",
+			Help: "Etcd request counts for each operation and object type: here, requests to the SQLite store.",
+		}, []string{"operation", "group", "resource"}),
+		requestErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etcd_request_errors_total",
+			Help: "Etcd failed request counts for each operation and object type: here, requests the SQLite store failed (not its answers such as not found or conflict).",
 		}, []string{"operation", "group", "resource"}),
 		batchSize: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "edgeapi_store_commit_batch_size",
@@ -80,7 +97,7 @@ func newStoreObserver(reg prometheus.Registerer) (*storeObserver, error) {
 			Help:    "Time the COMMIT statement of a group-commit transaction took: writing the WAL frames and fsyncing the WAL.",
 			Buckets: diskBuckets,
 		}),
-		byResource: make(map[string]*[store.NumOps]prometheus.Observer),
+		byResource: make(map[string]*[store.NumOps]*requestSeries),
 	}
 	compactions := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "edgeapi_store_compactions_total",
@@ -91,7 +108,7 @@ func newStoreObserver(reg prometheus.Registerer) (*storeObserver, error) {
 		Help:    "Time a change-log compaction took, by trigger, vacuum steps and the pauses between them included.",
 		Buckets: compactionBuckets,
 	}, []string{"trigger"})
-	for _, c := range []prometheus.Collector{o.requests, o.batchSize, o.commit, o.commitFsync, compactions, compactionDur} {
+	for _, c := range []prometheus.Collector{o.requests, o.requestsTotal, o.requestErrors, o.batchSize, o.commit, o.commitFsync, compactions, compactionDur} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -104,26 +121,30 @@ func newStoreObserver(reg prometheus.Registerer) (*storeObserver, error) {
 }
 
 // ObserveRequest implements store.Observer.
-func (o *storeObserver) ObserveRequest(op store.Op, resource string, d time.Duration) {
+func (o *storeObserver) ObserveRequest(op store.Op, resource string, d time.Duration, failed bool) {
 	if op >= store.NumOps {
 		return
 	}
 	o.mu.RLock()
-	var h prometheus.Observer
+	var rs *requestSeries
 	if s := o.byResource[resource]; s != nil {
-		h = s[op]
+		rs = s[op]
 	}
 	o.mu.RUnlock()
-	if h == nil {
-		h = o.resolve(op, resource)
+	if rs == nil {
+		rs = o.resolve(op, resource)
 	}
-	h.Observe(d.Seconds())
+	rs.duration.Observe(d.Seconds())
+	rs.total.Inc()
+	if failed {
+		rs.errors.Inc()
+	}
 }
 
-// resolve finds or creates the histogram of op on resource. Series are
+// resolve finds or creates the series of op on resource. Series are
 // created as they are first used, so that a scrape shows the operations
 // that happened.
-func (o *storeObserver) resolve(op store.Op, resource string) prometheus.Observer {
+func (o *storeObserver) resolve(op store.Op, resource string) *requestSeries {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	s := o.byResource[resource]
@@ -133,11 +154,16 @@ func (o *storeObserver) resolve(op store.Op, resource string) prometheus.Observe
 	case len(o.byResource) >= maxObservedResources:
 		s, group, res = &o.other, "", "other"
 	default:
-		s = new([store.NumOps]prometheus.Observer)
+		s = new([store.NumOps]*requestSeries)
 		o.byResource[strings.Clone(resource)] = s
 	}
 	if s[op] == nil {
-		s[op] = o.requests.WithLabelValues(op.String(), group, res)
+		name := op.String()
+		s[op] = &requestSeries{
+			duration: o.requests.WithLabelValues(name, group, res),
+			total:    o.requestsTotal.WithLabelValues(name, group, res),
+			errors:   o.requestErrors.WithLabelValues(name, group, res),
+		}
 	}
 	return s[op]
 }

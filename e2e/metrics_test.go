@@ -241,6 +241,12 @@ func TestMetrics_Store(t *testing.T) {
 	if got := value(mfs["etcd_request_duration_seconds"], map[string]string{"operation": "create", "group": "", "resource": "configmaps"}); got != n {
 		t.Errorf("etcd_request_duration_seconds{operation=\"create\",resource=\"configmaps\"} count: got %v, want %d", got, n)
 	}
+	if got := value(mfs["etcd_requests_total"], map[string]string{"operation": "create", "group": "", "resource": "configmaps"}); got != n {
+		t.Errorf("etcd_requests_total{operation=\"create\",resource=\"configmaps\"}: got %v, want %d", got, n)
+	}
+	if got := value(mfs["etcd_request_errors_total"], map[string]string{"operation": "create", "resource": "configmaps"}); got != 0 {
+		t.Errorf("etcd_request_errors_total{operation=\"create\",resource=\"configmaps\"}: got %v, want 0", got)
+	}
 	if got := value(mfs["apiserver_storage_size_bytes"], map[string]string{"storage_cluster_id": "sqlite-0"}); got < 4096 {
 		t.Errorf("apiserver_storage_size_bytes: got %v, want at least a page", got)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,8 +77,9 @@ func (t CompactionTrigger) String() string {
 // should not allocate.
 type Observer interface {
 	// ObserveRequest: one request op on resource (a Key.Resource; ""
-	// for OpChanges) took d, failed or not.
-	ObserveRequest(op Op, resource string, d time.Duration)
+	// for OpChanges) took d; failed reports a failure of the store (an
+	// error other than its answers such as ErrNotFound or ErrConflict).
+	ObserveRequest(op Op, resource string, d time.Duration, failed bool)
 	// ObserveCommit: one group-commit transaction of writes writes took
 	// total, from BEGIN to the end of COMMIT, of which commit in the
 	// COMMIT statement (writing the WAL frames and, with
@@ -88,11 +90,26 @@ type Observer interface {
 }
 
 // observeSince tells the Observer, if any, that op on resource started
-// at start.
-func (db *DB) observeSince(op Op, resource string, start time.Time) {
+// at start and ended with err.
+func (db *DB) observeSince(op Op, resource string, start time.Time, err error) {
 	if o := db.cfg.Observer; o != nil {
-		o.ObserveRequest(op, resource, time.Since(start))
+		o.ObserveRequest(op, resource, time.Since(start), failed(err))
 	}
+}
+
+// failed reports whether err is a failure of the store rather than one
+// of its answers: not found, exists, conflict, compacted, a revision not
+// yet there, or a value it cannot take. Quota and no-space refusals,
+// cancelled contexts and driver errors are failures (etcd's client
+// reports each as an error too).
+func failed(err error) bool {
+	switch {
+	case err == nil, errors.Is(err, ErrNotFound), errors.Is(err, ErrExists), errors.Is(err, ErrConflict),
+		errors.Is(err, ErrCompacted), errors.Is(err, ErrFutureRev), errors.Is(err, ErrTooLarge),
+		errors.Is(err, ErrInvalidObject):
+		return false
+	}
+	return true
 }
 
 // observeCompaction tells the Observer, if any, that a compaction which

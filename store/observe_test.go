@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -90,15 +91,19 @@ func TestDB_ObjectCounts(t *testing.T) {
 type recordingObserver struct {
 	mu          sync.Mutex
 	requests    map[string]int // "op resource"
+	failures    map[string]int
 	commits     int
 	writes      int
 	compactions map[CompactionTrigger]int
 }
 
-func (o *recordingObserver) ObserveRequest(op Op, resource string, d time.Duration) {
+func (o *recordingObserver) ObserveRequest(op Op, resource string, d time.Duration, failed bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.requests[op.String()+" "+resource]++
+	if failed {
+		o.failures[op.String()+" "+resource]++
+	}
 }
 
 func (o *recordingObserver) ObserveCommit(writes int, total, commit time.Duration) {
@@ -122,7 +127,7 @@ func (o *recordingObserver) ObserveCompaction(trigger CompactionTrigger, d time.
 // each commit with its writes, and of compactions with their trigger.
 func TestDB_Observer(t *testing.T) {
 	ctx := context.Background()
-	o := &recordingObserver{requests: map[string]int{}, compactions: map[CompactionTrigger]int{}}
+	o := &recordingObserver{requests: map[string]int{}, failures: map[string]int{}, compactions: map[CompactionTrigger]int{}}
 	db := openTest(t, Config{Observer: o, MaxChangeLogRows: 10, ObjectCacheBytes: -1})
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -148,6 +153,18 @@ func TestDB_Observer(t *testing.T) {
 	if _, err := db.Delete(ctx, a.Key, Preconditions{}); err != nil {
 		t.Fatal(err)
 	}
+	// Answers are not failures; a cancelled read is.
+	if _, err := db.Get(ctx, a.Key); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	if _, err := db.Update(ctx, a.Key, Preconditions{}, obj("ns", "a", "3")); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Update after Delete: %v, want ErrNotFound", err)
+	}
+	cancelled, cancelNow := context.WithCancel(ctx)
+	cancelNow()
+	if _, err := db.Get(cancelled, key("ns", "b")); err == nil {
+		t.Fatal("Get with a cancelled context succeeded")
+	}
 	for i := range 20 { // past MaxChangeLogRows: a size compaction
 		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
 	}
@@ -162,6 +179,9 @@ func TestDB_Observer(t *testing.T) {
 			t.Errorf("no %q request observed; got %v", req, o.requests)
 		}
 	}
+	if got, want := fmt.Sprint(o.failures), "map[get configmaps:1]"; got != want {
+		t.Errorf("failures observed: got %s, want %s", got, want)
+	}
 	if o.commits == 0 || o.writes != 23 {
 		t.Errorf("observed %d writes in %d commits, want 23 in at least one", o.writes, o.commits)
 	}
@@ -173,7 +193,7 @@ func TestDB_Observer(t *testing.T) {
 // TestDB_Observer_cachedGet: a get the object cache answers is not a
 // request to SQLite.
 func TestDB_Observer_cachedGet(t *testing.T) {
-	o := &recordingObserver{requests: map[string]int{}, compactions: map[CompactionTrigger]int{}}
+	o := &recordingObserver{requests: map[string]int{}, failures: map[string]int{}, compactions: map[CompactionTrigger]int{}}
 	db := openTest(t, Config{Observer: o})
 	a := mustCreate(t, db, key("ns", "a"), "1")
 	for range 3 {

@@ -62,7 +62,13 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 		}
 	}
 	start := time.Now()
-	defer db.observeSince(OpGet, key.Resource, start)
+	obj, err := db.getStored(ctx, key, gen)
+	db.observeSince(OpGet, key.Resource, start, err)
+	return obj, err
+}
+
+// getStored is Get from SQLite, for the cache generation gen.
+func (db *DB) getStored(ctx context.Context, key Key, gen uint64) (Object, error) {
 	if err := db.readers.enter(ctx); err != nil {
 		return Object{}, err
 	}
@@ -101,12 +107,12 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 // counting those that pass would mean reading them all.
 func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
 	start := time.Now()
-	defer db.observeSince(OpList, opts.Resource, start)
 	var res ListResult
 	err := db.readTx(ctx, "list", func(tx *sql.Tx, cur, compacted int64) (err error) {
 		res, err = db.list(ctx, tx, opts, cur, compacted)
 		return err
 	})
+	db.observeSince(OpList, opts.Resource, start, err)
 	if err != nil {
 		return ListResult{}, err
 	}

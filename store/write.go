@@ -35,8 +35,9 @@ func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Ob
 	r := getReq()
 	r.op, r.key, r.uid, r.value, r.loc = opCreate, key, uid, value, loc
 	start := time.Now()
-	defer db.observeSince(OpCreate, key.Resource, start)
-	return db.submit(ctx, r)
+	obj, err := db.submit(ctx, r)
+	db.observeSince(OpCreate, key.Resource, start, err)
+	return obj, err
 }
 
 // Update replaces the object at key with value, stamped with a new
@@ -57,8 +58,9 @@ func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []by
 	r := getReq()
 	r.op, r.key, r.pre, r.value, r.loc = opUpdate, key, pre, value, loc
 	start := time.Now()
-	defer db.observeSince(OpUpdate, key.Resource, start)
-	return db.submit(ctx, r)
+	obj, err := db.submit(ctx, r)
+	db.observeSince(OpUpdate, key.Resource, start, err)
+	return obj, err
 }
 
 // Delete removes the object at key if pre holds and returns its last state
@@ -70,8 +72,9 @@ func (db *DB) Delete(ctx context.Context, key Key, pre Preconditions) (Object, e
 	r := getReq()
 	r.op, r.key, r.pre = opDelete, key, pre
 	start := time.Now()
-	defer db.observeSince(OpDelete, key.Resource, start)
-	return db.submit(ctx, r)
+	obj, err := db.submit(ctx, r)
+	db.observeSince(OpDelete, key.Resource, start, err)
+	return obj, err
 }
 
 // GuaranteedUpdate reads the object at key (current revision, read pool),
