@@ -11,6 +11,7 @@ package controller
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -99,6 +100,22 @@ type Manager struct {
 	rbacSynced chan struct{}
 	// rbacReady is closed once both are.
 	rbacReady chan struct{}
+	// gcHandled is the revision of the last event the garbage collector
+	// handled (or the revision its watch started at); -1 before it
+	// starts. See GCQueueDepth.
+	gcHandled atomic.Int64
+}
+
+// GCQueueDepth is the number of committed writes the garbage collector
+// has not handled yet: the store's revision less that of the last event
+// it handled (every revision is one event, and it watches them all); 0
+// before it starts.
+func (m *Manager) GCQueueDepth() int64 {
+	h := m.gcHandled.Load()
+	if h < 0 {
+		return 0
+	}
+	return max(m.cfg.Store.Rev()-h, 0)
 }
 
 // New returns a Manager for cfg.
@@ -109,8 +126,10 @@ func New(cfg Config) *Manager {
 	if cfg.EventTTL == 0 {
 		cfg.EventTTL = DefaultEventTTL
 	}
-	return &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1), aggKick: make(chan struct{}, 1), crdsServed: make(chan struct{}),
+	m := &Manager{cfg: cfg, log: cfg.Logger, nsKick: make(chan struct{}, 1), crdKick: make(chan struct{}, 1), aggKick: make(chan struct{}, 1), crdsServed: make(chan struct{}),
 		rbacBootstrapped: make(chan struct{}), rbacSynced: make(chan struct{}), rbacReady: make(chan struct{})}
+	m.gcHandled.Store(-1)
+	return m
 }
 
 // CRDsServed reports whether the custom resources of every

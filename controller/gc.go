@@ -270,6 +270,7 @@ func (gc *garbageCollector) run(ctx context.Context) {
 			sleepCtx(ctx, time.Second)
 			continue
 		}
+		gc.m.gcHandled.Store(rev)
 		if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
 			gc.m.log.Sugar().Warnw("garbage collector resync", "error", err)
 		}
@@ -307,6 +308,7 @@ func (gc *garbageCollector) follow(ctx context.Context, w *store.Watcher) {
 				return
 			}
 			gc.handle(ctx, &ev.Event)
+			gc.m.gcHandled.Store(ev.Rev())
 		case <-t.C:
 			if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
 				gc.m.log.Sugar().Warnw("garbage collector resync", "error", err)

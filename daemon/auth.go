@@ -127,6 +127,9 @@ func (d *daemon) authenticated(h http.Handler) http.Handler {
 	writeError := d.api.WriteError
 	// As in kube-apiserver, max-in-flight sees the impersonated user.
 	h = withMaxInFlight(h, d.cfg.MaxRequestsInflight, d.cfg.MaxMutatingRequestsInflight)
+	if l, ok := h.(*inFlightLimit); ok {
+		l.dropped = d.api.RecordDroppedRequest
+	}
 	unauthorized := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, authn.Unauthorized())
 	})

@@ -38,6 +38,9 @@ type inFlightLimit struct {
 	next     http.Handler
 	readOnly chan struct{}
 	mutating chan struct{}
+	// dropped, when set, counts each request refused (the API's
+	// RecordDroppedRequest: kube-apiserver's metrics of a 429).
+	dropped func(*http.Request)
 }
 
 // withMaxInFlight returns next behind inFlightLimit; a limit of 0 is no
@@ -78,6 +81,9 @@ func (l *inFlightLimit) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if privileged(r) {
 			l.next.ServeHTTP(w, r)
 			return
+		}
+		if l.dropped != nil {
+			l.dropped(r)
 		}
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, tooManyRequestsMessage, http.StatusTooManyRequests)

@@ -131,6 +131,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		transformers = enc.Transformers()
 		log.Info("encrypting stored values", zap.String("resources", enc.Resources()))
 	}
+	// Before the store, which records into them from Open on.
+	if d.metrics, err = newDaemonMetrics(func() store.Stats { return d.db.Stats() }, os.Getenv(disableMetricsEnv) == ""); err != nil {
+		return nil, err
+	}
 	d.db, err = store.Open(ctx, store.Config{
 		Path:         filepath.Join(dataDir, dbFileName),
 		Logger:       log.Named("store"),
@@ -140,6 +144,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		MaxChangeLogRows: cmp.Or(cfg.CompactionMaxRows, -1),
 		UnsafeNoSync:     cfg.UnsafeTestingSynchronousOff,
 		Transformers:     transformers,
+		Observer:         d.metrics.observer,
 	})
 	if err != nil {
 		return nil, err // already "open store <path>: ..."
@@ -185,9 +190,6 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	}
 	reg := registry.Builtin(builtinOpts)
 
-	if d.metrics, err = newDaemonMetrics(d.db.Stats); err != nil {
-		return nil, err
-	}
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,
 		Registry:            reg,
@@ -257,6 +259,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		RBAC:                d.auth.rbac,
 	})
 	d.ctrl.Start(context.WithoutCancel(ctx))
+	d.metrics.collector.objectCounts = d.db.ObjectCounts
+	d.metrics.collector.watchCache = d.api.WatchCache().Metrics
+	d.metrics.collector.gcDepth = d.ctrl.GCQueueDepth
 	// As kube-apiserver's crd-informer-synced hook: not ready until the
 	// custom resources of every stored CRD are served.
 	d.api.AddReadyCheck("poststarthook/crd-informer-synced", d.ctrl.CRDsServed)

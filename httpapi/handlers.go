@@ -234,6 +234,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	limit := s.cfg.MaxRequestBodyBytes
 	b, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		s.recordTermination(c.Request(), http.StatusGatewayTimeout)
 		return nil, errRequestTimeout() // see Server.serveWithBodyDeadline
 	}
 	if err != nil {
@@ -280,6 +281,7 @@ func (s *Server) admitLargeBody(c echo.Context) error {
 	case <-c.Request().Context().Done():
 		return errRequestTimeout()
 	case <-t.C:
+		s.recordTermination(c.Request(), http.StatusTooManyRequests)
 		return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
 	}
 }

@@ -23,16 +23,24 @@ var requestDurationBuckets = []float64{0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0
 // counted under an overflow series whose labels are all "other".
 const maxRequestSeries = 4096
 
+// watchEventSizeBuckets are kube-apiserver's buckets for
+// apiserver_watch_events_sizes: 1 KiB to 128 KiB, doubling.
+var watchEventSizeBuckets = prometheus.ExponentialBuckets(1024, 2, 8)
+
 // Metrics are the request metrics of kube-apiserver that edgeapi records:
 // apiserver_request_total, apiserver_request_duration_seconds,
-// apiserver_current_inflight_requests and apiserver_longrunning_requests,
-// with kube-apiserver's names and labels. Create it with NewMetrics and
-// pass it as Config.Metrics.
+// apiserver_current_inflight_requests, apiserver_longrunning_requests,
+// apiserver_request_terminations_total, apiserver_watch_events_total and
+// apiserver_watch_events_sizes, with kube-apiserver's names and labels.
+// Create it with NewMetrics and pass it as Config.Metrics.
 type Metrics struct {
-	total       *prometheus.CounterVec
-	duration    *prometheus.HistogramVec
-	inflight    *prometheus.GaugeVec
-	longRunning *prometheus.GaugeVec
+	total        *prometheus.CounterVec
+	duration     *prometheus.HistogramVec
+	inflight     *prometheus.GaugeVec
+	longRunning  *prometheus.GaugeVec
+	terminations *prometheus.CounterVec
+	watchEvents  *prometheus.CounterVec
+	watchSizes   *prometheus.HistogramVec
 
 	readOnly, mutating prometheus.Gauge
 
@@ -40,6 +48,33 @@ type Metrics struct {
 	// series are the resolved counter and histogram per label set, so
 	// that recording a request is a map lookup and two atomic updates.
 	series map[requestKey]requestSeries
+	// terminated are the resolved termination counters per label set,
+	// bounded as series is.
+	terminated map[requestKey]prometheus.Counter
+	// watches are the resolved watch event metrics per group, version
+	// and resource (kinds served, so bounded by them).
+	watches map[watchKey]*watchSeries
+}
+
+// watchKey is the label set of the watch event metrics.
+type watchKey struct{ group, version, resource string }
+
+// watchSeries are the resolved watch event metrics of one watchKey: a
+// watch resolves them once and records each event it writes with two
+// atomic updates.
+type watchSeries struct {
+	events prometheus.Counter
+	sizes  prometheus.Observer
+}
+
+// sent records one event of size bytes written to a watch client; a nil
+// s records nothing.
+func (s *watchSeries) sent(size int) {
+	if s == nil {
+		return
+	}
+	s.events.Inc()
+	s.sizes.Observe(float64(size))
 }
 
 // requestKey is the label set of one request, with the code as a number.
@@ -74,9 +109,24 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "apiserver_longrunning_requests",
 			Help: "Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component.",
 		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component"}),
-		series: make(map[requestKey]requestSeries),
+		terminations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_request_terminations_total",
+			Help: "Number of requests which apiserver terminated in self-defense.",
+		}, []string{"verb", "group", "version", "resource", "subresource", "scope", "component", "code"}),
+		watchEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "apiserver_watch_events_total",
+			Help: "Number of events sent in watch clients",
+		}, []string{"group", "version", "resource"}),
+		watchSizes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "apiserver_watch_events_sizes",
+			Help:    "Watch event size distribution in bytes",
+			Buckets: watchEventSizeBuckets,
+		}, []string{"group", "version", "resource"}),
+		series:     make(map[requestKey]requestSeries),
+		terminated: make(map[requestKey]prometheus.Counter),
+		watches:    make(map[watchKey]*watchSeries),
 	}
-	for _, c := range []prometheus.Collector{m.total, m.duration, m.inflight, m.longRunning} {
+	for _, c := range []prometheus.Collector{m.total, m.duration, m.inflight, m.longRunning, m.terminations, m.watchEvents, m.watchSizes} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -119,17 +169,110 @@ func (m *Metrics) resolve(k requestKey) requestSeries {
 	}
 	// The key's strings point into the request's URL; the map keeps
 	// copies.
-	k = requestKey{
-		verb: strings.Clone(k.verb), dryRun: strings.Clone(k.dryRun), group: strings.Clone(k.group),
-		version: strings.Clone(k.version), resource: strings.Clone(k.resource),
-		subresource: strings.Clone(k.subresource), scope: k.scope, code: k.code,
-	}
+	k = cloneKey(k)
 	s := requestSeries{
 		total:    m.total.WithLabelValues(k.verb, k.dryRun, k.group, k.version, k.resource, k.subresource, k.scope, metricsComponent, strconv.Itoa(k.code)),
 		duration: m.duration.WithLabelValues(k.verb, k.dryRun, k.group, k.version, k.resource, k.subresource, k.scope, metricsComponent),
 	}
 	m.series[k] = s
 	return s
+}
+
+// watch returns the resolved watch event metrics of group, version and
+// resource; nil on a nil Metrics.
+func (m *Metrics) watch(group, version, resource string) *watchSeries {
+	if m == nil {
+		return nil
+	}
+	k := watchKey{group, version, resource}
+	m.mu.RLock()
+	s := m.watches[k]
+	m.mu.RUnlock()
+	if s != nil {
+		return s
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if s := m.watches[k]; s != nil {
+		return s
+	}
+	s = &watchSeries{
+		events: m.watchEvents.WithLabelValues(group, version, resource),
+		sizes:  m.watchSizes.WithLabelValues(group, version, resource),
+	}
+	m.watches[k] = s
+	return s
+}
+
+// terminate counts a request the server refused in self-defense with
+// code (apiserver_request_terminations_total), and, when counted is
+// false because the request never reached the instrumented handler, in
+// apiserver_request_total too (as kube-apiserver's max-in-flight filter
+// does; no duration is recorded for it).
+func (m *Metrics) terminate(k requestKey, counted bool) {
+	if !counted {
+		m.resolve(k).total.Inc()
+	}
+	m.mu.RLock()
+	c, ok := m.terminated[k]
+	m.mu.RUnlock()
+	if !ok {
+		c = m.resolveTermination(k)
+	}
+	c.Inc()
+}
+
+// resolveTermination finds or creates the termination counter of k, or
+// the overflow one when there are maxRequestSeries already.
+func (m *Metrics) resolveTermination(k requestKey) prometheus.Counter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.terminated[k]; ok {
+		return c
+	}
+	if len(m.terminated) >= maxRequestSeries {
+		k = requestKey{verb: "other", dryRun: "other", group: "other", version: "other", resource: "other", subresource: "other", scope: "other", code: k.code}
+		if c, ok := m.terminated[k]; ok {
+			return c
+		}
+	}
+	k = cloneKey(k)
+	c := m.terminations.WithLabelValues(k.verb, k.group, k.version, k.resource, k.subresource, k.scope, metricsComponent, strconv.Itoa(k.code))
+	m.terminated[k] = c
+	return c
+}
+
+// cloneKey copies k's strings, which may point into a request's URL.
+func cloneKey(k requestKey) requestKey {
+	return requestKey{
+		verb: strings.Clone(k.verb), dryRun: strings.Clone(k.dryRun), group: strings.Clone(k.group),
+		version: strings.Clone(k.version), resource: strings.Clone(k.resource),
+		subresource: strings.Clone(k.subresource), scope: k.scope, code: k.code,
+	}
+}
+
+// RecordDroppedRequest counts r, refused with 429 before it reached the
+// API server (the max-in-flight limit), as kube-apiserver does: in
+// apiserver_request_total and apiserver_request_terminations_total with
+// code 429. Without Config.Metrics it does nothing.
+func (s *Server) RecordDroppedRequest(r *http.Request) {
+	if m := s.cfg.Metrics; m != nil {
+		k := metricsKey(r, s.servesPath)
+		k.code = http.StatusTooManyRequests
+		m.terminate(k, false)
+	}
+}
+
+// recordTermination counts r, which the API server answered with code
+// in self-defense (the watch limit), in
+// apiserver_request_terminations_total; instrumentAndAuthorize counts it
+// in apiserver_request_total.
+func (s *Server) recordTermination(r *http.Request, code int) {
+	if m := s.cfg.Metrics; m != nil {
+		k := metricsKey(r, s.servesPath)
+		k.code = code
+		m.terminate(k, true)
+	}
 }
 
 // metricsKey describes req with the labels kube-apiserver gives it in its

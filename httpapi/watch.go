@@ -77,6 +77,8 @@ type watchStream struct {
 	proto bool
 	out   watchOut
 	w     *store.Watcher
+	// metrics count the events written (nil without Config.Metrics).
+	metrics *watchSeries
 
 	// end is when the watch times out; bookmarks whether the client asked
 	// for them, nextBookmark when the next one is due.
@@ -179,6 +181,7 @@ func (s *Server) handleWatch(r *request) error {
 		end:       time.Now().Add(timeout),
 		bookmarks: opts.AllowWatchBookmarks,
 		finished:  make(chan struct{}),
+		metrics:   s.cfg.Metrics.watch(r.kind.GVK.Group, r.kind.GVK.Version, r.kind.Resource),
 	}
 	// release is AdmitWatch's: this handler calls it if it returns before
 	// the stream is registered, and finish after.
@@ -187,6 +190,7 @@ func (s *Server) handleWatch(r *request) error {
 	if s.cfg.AdmitWatch != nil {
 		var ok bool
 		if release, ok = s.cfg.AdmitWatch(c.Response(), c.Request()); !ok {
+			s.recordTermination(c.Request(), c.Response().Status)
 			return nil
 		}
 		defer func() {
@@ -546,7 +550,18 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 		}
 		line = append(line, '\n')
 	}
-	return ws.out.write(line)
+	return ws.send(line)
+}
+
+// send writes one encoded event and counts it in the watch event
+// metrics, as kube-apiserver counts each event it writes to a watch (a
+// write that errSlowClient left pending counts: it is sent later).
+func (ws *watchStream) send(line []byte) error {
+	err := ws.out.write(line)
+	if err == nil || errors.Is(err, errSlowClient) {
+		ws.metrics.sent(len(line))
+	}
+	return err
 }
 
 // shared returns build's encoding of an event of type typ, shared through
@@ -618,7 +633,7 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 			m.SetAnnotations(map[string]string{initialEventsEndAnnotation: "true"})
 		}
 		if b, err := ws.s.protoEvent("BOOKMARK", obj); err == nil {
-			_ = ws.out.write(b)
+			_ = ws.send(b)
 		}
 		return
 	}
@@ -650,7 +665,7 @@ func (ws *watchStream) writeBookmark(rev int64, initialEnd bool) {
 		obj = t
 	}
 	line, _ := json.Marshal(metav1.WatchEvent{Type: "BOOKMARK", Object: rawExt(obj)})
-	_ = ws.out.write(append(line, '\n'))
+	_ = ws.send(append(line, '\n'))
 }
 
 // writeError writes an ERROR event carrying a Status, as kube-apiserver
@@ -669,7 +684,7 @@ func (ws *watchStream) writeError(err error) {
 		line, _ = json.Marshal(metav1.WatchEvent{Type: "ERROR", Object: rawExt(obj)})
 		line = append(line, '\n')
 	}
-	if ws.out.write(line) == nil {
+	if ws.send(line) == nil {
 		_ = ws.out.flush()
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"slices"
+	"time"
 )
 
 // This file reads the change log: one row per committed write, keyed by
@@ -105,6 +106,7 @@ func (db *DB) ChangeKeys(ctx context.Context, afterRev int64, limit int) ([]Even
 }
 
 func (db *DB) changes(ctx context.Context, afterRev int64, limit int, query string) ([]Event, error) {
+	start := time.Now()
 	var events []Event
 	err := db.readTx(ctx, "read changes", func(tx *sql.Tx, cur, compacted int64) error {
 		switch {
@@ -146,6 +148,7 @@ func (db *DB) changes(ctx context.Context, afterRev int64, limit int, query stri
 		}
 		return nil
 	})
+	db.observeSince(OpChanges, "", start, err)
 	if err != nil {
 		return nil, err
 	}

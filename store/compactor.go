@@ -42,6 +42,7 @@ func (db *DB) RunCompactor(ctx context.Context, interval time.Duration) {
 				if err := db.Compact(ctx, prevRev); err != nil && ctx.Err() == nil {
 					db.log.Sugar().Warnw("compact change log failed; retrying at the next run", "rev", prevRev, "error", err)
 				} else if err == nil {
+					db.observeCompaction(CompactInterval, time.Since(start))
 					st := db.Stats()
 					db.log.Sugar().Infow("compacted change log", "rev", prevRev, "took", time.Since(start),
 						"changelog_rows", st.ChangeLogRows, "db_bytes", st.DBBytes, "wal_bytes", st.WALBytes)
@@ -123,6 +124,11 @@ func (db *DB) compactForSize(ctx context.Context) {
 		return // a reader's Hold kept it back
 	}
 	db.stats.sizeCompactions.Add(1)
+	trigger := CompactSize
+	if !oversized {
+		trigger = CompactQuota
+	}
+	db.observeCompaction(trigger, time.Since(start))
 	st := db.Stats()
 	db.log.Sugar().Infow("compacted the change log for its size", "rev", rev, "rows_before", rows, "over_quota", db.overQuota.Load(),
 		"max_rows", db.cfg.MaxChangeLogRows, "took", time.Since(start),

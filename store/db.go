@@ -80,6 +80,9 @@ type Config struct {
 	// values (nil for values stored as they are): encryption at rest. See
 	// transform.go.
 	Transformers func(resource string) Transformer
+	// Observer, when set, receives the store's request, commit and
+	// compaction timings (see observe.go).
+	Observer Observer
 
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
@@ -196,10 +199,12 @@ type DB struct {
 	subs   atomic.Pointer[[]subscriber]
 	nextID uint64
 
-	stats      stats
+	stats stats
+	// objects are the object counts per resource (see ObjectCounts).
+	objects    objectCounts
 	bgCancel   context.CancelFunc
 	wg         sync.WaitGroup // the writer goroutine
-	bg         sync.WaitGroup // background compaction
+	bg         sync.WaitGroup // background compaction and object counting
 	spaceDone  sync.WaitGroup // the space monitor
 	ckptDone   sync.WaitGroup // the checkpointer
 	closeOnce  sync.Once
@@ -330,6 +335,7 @@ func Open(ctx context.Context, cfg Config) (*DB, error) {
 	}()
 
 	db.resumeCompaction(bgCtx, db.finishedCompactRev)
+	db.startCountingObjects(bgCtx)
 	return db, nil
 }
 

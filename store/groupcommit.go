@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -272,6 +273,7 @@ func (db *DB) commit(batch []*writeReq) {
 // failed.
 func (db *DB) tryCommit(batch []*writeReq) (events []Event, bad *writeReq, err error) {
 	ctx := context.Background()
+	begun := time.Now()
 	if _, err := db.stmts.begin.ExecContext(ctx); err != nil {
 		db.rollback(ctx)
 		return nil, nil, translate("begin batch", err)
@@ -306,9 +308,22 @@ func (db *DB) tryCommit(batch []*writeReq) (events []Event, bad *writeReq, err e
 		db.rollback(ctx)
 		return nil, nil, translate("write revision", err)
 	}
-	if _, err := db.stmts.commit.ExecContext(ctx); err != nil {
+	// The object counts change with the commit, under the lock that
+	// orders them with the start of the counting snapshot (observe.go).
+	db.objects.mu.Lock()
+	commitStart := time.Now()
+	_, err = db.stmts.commit.ExecContext(ctx)
+	commitEnd := time.Now()
+	if err == nil {
+		db.objects.applyLocked(events)
+	}
+	db.objects.mu.Unlock()
+	if err != nil {
 		db.rollback(ctx)
 		return nil, nil, translate("commit batch", err)
+	}
+	if o := db.cfg.Observer; o != nil {
+		o.ObserveCommit(len(events), commitEnd.Sub(begun), commitEnd.Sub(commitStart))
 	}
 	// Before Rev moves, so that a Get of a revision Rev reports finds it.
 	if db.cache != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unsafe"
 )
 
@@ -60,6 +61,14 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 			return obj, nil
 		}
 	}
+	start := time.Now()
+	obj, err := db.getStored(ctx, key, gen)
+	db.observeSince(OpGet, key.Resource, start, err)
+	return obj, err
+}
+
+// getStored is Get from SQLite, for the cache generation gen.
+func (db *DB) getStored(ctx context.Context, key Key, gen uint64) (Object, error) {
 	if err := db.readers.enter(ctx); err != nil {
 		return Object{}, err
 	}
@@ -97,11 +106,13 @@ func (db *DB) Get(ctx context.Context, key Key) (Object, error) {
 // last one returned (0 when !More) and is -1 when a Filter is set, since
 // counting those that pass would mean reading them all.
 func (db *DB) List(ctx context.Context, opts ListOptions) (ListResult, error) {
+	start := time.Now()
 	var res ListResult
 	err := db.readTx(ctx, "list", func(tx *sql.Tx, cur, compacted int64) (err error) {
 		res, err = db.list(ctx, tx, opts, cur, compacted)
 		return err
 	})
+	db.observeSince(OpList, opts.Resource, start, err)
 	if err != nil {
 		return ListResult{}, err
 	}

@@ -180,6 +180,8 @@ type WatchCache struct {
 	// stopRelease ends releaseLoop.
 	stopRelease chan struct{}
 	closed      bool
+	// tooSlow counts the watchers closed with ErrWatcherTooSlow.
+	tooSlow atomic.Int64
 }
 
 // NewWatchCache starts a cache fed by db's commits. Close it to detach.
@@ -268,6 +270,7 @@ func (c *WatchCache) publish(events []Event) {
 		if next < oldest || c.seq-next > uint64(c.cfg.WatcherBuffer) {
 			delete(c.watchers, w)
 			w.closeWith(ErrWatcherTooSlow)
+			c.tooSlow.Add(1)
 			continue
 		}
 		wanted := false
@@ -353,6 +356,22 @@ func (c *WatchCache) Stats() (events, bytes, watchers int) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.n, c.bytes + int(c.memoBytes.Load()), len(c.watchers)
+}
+
+// WatchCacheMetrics are a WatchCache's figures, for metrics.
+type WatchCacheMetrics struct {
+	// Events and Bytes are the ring's size (Bytes counts values and
+	// memoized encodings); Watchers the watchers reading from it.
+	Events, Bytes, Watchers int
+	// TooSlow counts the watchers closed with ErrWatcherTooSlow since
+	// the cache started.
+	TooSlow int64
+}
+
+// Metrics returns the cache's figures.
+func (c *WatchCache) Metrics() WatchCacheMetrics {
+	events, bytes, watchers := c.Stats()
+	return WatchCacheMetrics{Events: events, Bytes: bytes, Watchers: watchers, TooSlow: c.tooSlow.Load()}
 }
 
 // Watch returns a watcher of resource (every resource when empty) in
@@ -561,6 +580,7 @@ func (w *Watcher) Drain(ctx context.Context, dst []*CachedEvent, max int) ([]*Ca
 	w.written.Store(s)
 	if s < c.oldestSeqLocked() {
 		c.mu.RUnlock()
+		c.tooSlow.Add(1)
 		return dst, ErrWatcherTooSlow
 	}
 	for n := 0; s < c.seq && n < max; s++ {

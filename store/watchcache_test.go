@@ -192,6 +192,9 @@ func TestWatchCache_SlowWatcher(t *testing.T) {
 	if _, _, watchers := wc.Stats(); watchers != 1 {
 		t.Errorf("watchers after the slow one was dropped = %d, want 1", watchers)
 	}
+	if m := wc.Metrics(); m.TooSlow != 1 || m.Watchers != 1 || m.Events != 20 {
+		t.Errorf("Metrics() = %+v, want TooSlow 1, Watchers 1, Events 20", m)
+	}
 }
 
 func TestWatchCache_Bounded(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"time"
 )
 
 // This file is the write API: each call validates its input on the
@@ -33,7 +34,10 @@ func (db *DB) Create(ctx context.Context, key Key, uid string, value []byte) (Ob
 	}
 	r := getReq()
 	r.op, r.key, r.uid, r.value, r.loc = opCreate, key, uid, value, loc
-	return db.submit(ctx, r)
+	start := time.Now()
+	obj, err := db.submit(ctx, r)
+	db.observeSince(OpCreate, key.Resource, start, err)
+	return obj, err
 }
 
 // Update replaces the object at key with value, stamped with a new
@@ -53,7 +57,10 @@ func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []by
 	}
 	r := getReq()
 	r.op, r.key, r.pre, r.value, r.loc = opUpdate, key, pre, value, loc
-	return db.submit(ctx, r)
+	start := time.Now()
+	obj, err := db.submit(ctx, r)
+	db.observeSince(OpUpdate, key.Resource, start, err)
+	return obj, err
 }
 
 // Delete removes the object at key if pre holds and returns its last state
@@ -64,7 +71,10 @@ func (db *DB) Update(ctx context.Context, key Key, pre Preconditions, value []by
 func (db *DB) Delete(ctx context.Context, key Key, pre Preconditions) (Object, error) {
 	r := getReq()
 	r.op, r.key, r.pre = opDelete, key, pre
-	return db.submit(ctx, r)
+	start := time.Now()
+	obj, err := db.submit(ctx, r)
+	db.observeSince(OpDelete, key.Resource, start, err)
+	return obj, err
 }
 
 // GuaranteedUpdate reads the object at key (current revision, read pool),

@@ -59,6 +59,12 @@ func freeLoopbackAddr() (string, error) {
 // logging to <dataDir>.log, and waits for /readyz. It returns the daemon
 // and the time from process start to the first 200 from /readyz.
 func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout time.Duration, extra ...string) (*daemon, time.Duration, error) {
+	return startDaemonEnv(ctx, bin, dataDir, addr, readyTimeout, nil, extra...)
+}
+
+// startDaemonEnv is startDaemon with env added to the daemon's
+// environment.
+func startDaemonEnv(ctx context.Context, bin, dataDir, addr string, readyTimeout time.Duration, env []string, extra ...string) (*daemon, time.Duration, error) {
 	d := &daemon{bin: bin, dataDir: dataDir, addr: addr, exited: make(chan struct{})}
 	d.logPath = filepath.Join(filepath.Dir(dataDir), filepath.Base(dataDir)+".log")
 	f, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -69,6 +75,9 @@ func startDaemon(ctx context.Context, bin, dataDir, addr string, readyTimeout ti
 	d.cmd = exec.Command(bin, append([]string{"serve", "--data-dir", dataDir, "--listen", "127.0.0.1:0", "--insecure-listen", addr}, extra...)...)
 	d.cmd.Stdout = f
 	d.cmd.Stderr = f
+	if env != nil {
+		d.cmd.Env = append(os.Environ(), env...)
+	}
 	// Its own process group, so a ^C to the benchmark reaches the daemon
 	// only through stop, which waits for a clean shutdown.
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -104,6 +104,8 @@ type config struct {
 	tlsRBACBindings  int
 	tlsWatchSizes    []watchSize
 	handshakeClients int
+	// metricsRounds is the rounds of the metrics workload.
+	metricsRounds int
 
 	jsonPath   string
 	commit     string
@@ -183,6 +185,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "TLS workloads: the daemon's kubeconfig (HTTPS server, CA, client certificate); default: the one the daemon this tool starts writes")
 	fs.IntVar(&cfg.tlsRBACBindings, "tls-rbac-bindings", 1000, "TLS workloads: when positive, reach the HTTPS side as a token user (--token-auth-file) whose rights come from one of this many RoleBindings across 100 namespaces, instead of the kubeconfig's system:masters certificate (0: the certificate)")
 	fs.IntVar(&cfg.tlsRounds, "tls-rounds", 2, "tls workload: rounds of plain, TLS HTTP/1.1 and client-go HTTP/2 runs, in alternating order")
+	fs.IntVar(&cfg.metricsRounds, "metrics-rounds", 4, "metrics workload: rounds of gets with metrics off and on, in alternating order")
 	fs.IntVar(&cfg.tlsCreateClients, "tls-create-clients", 64, "tls workload: clients of the create runs (the get runs use --get-clients)")
 	tws := fs.String("tls-watch-sizes", "100x500,1000x1000", "tls-watch workload: comma-separated WATCHERSxWRITES_PER_SECOND fan-outs")
 	fs.IntVar(&cfg.handshakeClients, "handshake-clients", 8, "tls-handshake workload: clients each making new connections back to back")
@@ -201,8 +204,8 @@ func parseFlags(args []string) (config, error) {
 	if cfg.tlsWatchSizes, err = parseWatchSizes(*tws); err != nil {
 		return cfg, err
 	}
-	if cfg.tlsRounds < 1 || cfg.tlsCreateClients < 1 || cfg.handshakeClients < 1 {
-		return cfg, errors.New("--tls-rounds, --tls-create-clients and --handshake-clients must be positive")
+	if cfg.tlsRounds < 1 || cfg.tlsCreateClients < 1 || cfg.handshakeClients < 1 || cfg.metricsRounds < 1 {
+		return cfg, errors.New("--tls-rounds, --tls-create-clients, --handshake-clients and --metrics-rounds must be positive")
 	}
 	seen := map[string]bool{}
 	for _, name := range strings.Split(*wl, ",") {

@@ -42,6 +42,7 @@ var workloads = []workload{
 	{"tls-watch", "watch fan-out (--tls-watch-sizes) through client-go's HTTP/2 over TLS against plain HTTP/1.1 watches", false, runTLSWatch},
 	{"tls-handshake", "new connections per second: full TLS handshakes with the client certificate, alone and with a GET each, and plain ones", false, runTLSHandshake},
 	{"cr-list", "LIST of --list-objects custom resources against as many ConfigMaps of the same size", false, runCRList},
+	{"metrics", "gets at --get-clients against two daemons of their own, metrics recording off (EDGEAPI_DISABLE_METRICS) and on, --metrics-rounds in alternating order; ratio on/off", false, runMetricsCost},
 }
 
 func findWorkload(name string) (workload, bool) {

@@ -2,8 +2,10 @@
 // that kube-apiserver creates and that apply to edgeapi: cluster-admin,
 // admin, edit and view (with the system:aggregate-to-* roles whose rules
 // the aggregation fills them with), system:basic-user, system:discovery
-// and system:public-info-viewer, and the bindings of cluster-admin,
-// system:basic-user, system:discovery and system:public-info-viewer.
+// system:public-info-viewer and system:monitoring (get on /metrics and the
+// health paths), and the bindings of cluster-admin, system:basic-user,
+// system:discovery, system:public-info-viewer and system:monitoring (to
+// the group of that name).
 //
 // policy.json is extracted by `go generate ./auth/rbac/bootstrap` (see
 // gen/) from the bootstrap policy test fixtures of the Kubernetes release
@@ -34,8 +36,10 @@ var (
 		"cluster-admin", "admin", "edit", "view",
 		"system:aggregate-to-admin", "system:aggregate-to-edit", "system:aggregate-to-view",
 		"system:basic-user", "system:discovery", "system:public-info-viewer", "system:service-account-issuer-discovery",
+		"system:monitoring",
 	}
-	ClusterRoleBindingNames = []string{"cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer", "system:service-account-issuer-discovery"}
+	ClusterRoleBindingNames = []string{"cluster-admin", "system:basic-user", "system:discovery", "system:public-info-viewer", "system:service-account-issuer-discovery",
+		"system:monitoring"}
 )
 
 // Policy is the extracted data.
