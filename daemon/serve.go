@@ -288,9 +288,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 }
 
 // run serves until ctx is cancelled or the HTTP server fails, then shuts
-// down. It reports READY=1 to systemd (a no-op outside systemd) and pings
-// the watchdog from its loop, so a wedged main loop gets the service
-// restarted.
+// down. It reports READY=1 to systemd (a no-op outside systemd) and,
+// under a unit with WatchdogSec=, pings the watchdog while the store's
+// writer and the HTTP server pass their liveness probes (see watchdog).
 func (d *daemon) run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	d.h2.start()
@@ -363,17 +363,8 @@ func (d *daemon) run(ctx context.Context) error {
 		zap.Int64("rev", d.db.Rev()),
 		zap.Duration("startup", time.Since(d.started)))
 
-	var watchdog <-chan time.Time
-	if interval, err := sddaemon.SdWatchdogEnabled(false); err != nil {
-		d.log.Warn("read systemd watchdog settings", zap.Error(err))
-	} else if interval > 0 {
-		// systemd recommends pinging at half the interval; a third leaves
-		// room for a slow tick.
-		t := time.NewTicker(interval / 3)
-		defer t.Stop()
-		watchdog = t.C
-		d.log.Debug("systemd watchdog enabled", zap.Duration("interval", interval))
-	}
+	// Pings only while the store's writer and the HTTP server work.
+	stopWatchdog := d.startWatchdog()
 
 	var err error
 loop:
@@ -387,11 +378,10 @@ loop:
 			d.log.Error("http server stopped", zap.Error(err))
 			serveErr = nil
 			break loop
-		case <-watchdog:
-			d.notify(sddaemon.SdNotifyWatchdog)
 		}
 	}
 
+	stopWatchdog()
 	stopCompactor()
 	<-compactorDone
 	if shutdownErr := d.shutdown(serveErr); err == nil {
