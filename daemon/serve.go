@@ -145,11 +145,32 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err // already "open store <path>: ..."
 	}
 
+	// Sockets systemd passed (edgeapi.socket) stand in for the flags'
+	// addresses; see takePassedListeners.
+	passed, err := takePassedListeners()
+	if err != nil {
+		return nil, err
+	}
+	d.ln, d.insecureLn, d.unixLn = passed.listen, passed.insecureListen, passed.unixSocket
+	if d.unixLn != nil {
+		cfg.UnixSocket = unixSocketPath(d.unixLn)
+		d.cfg.UnixSocket = cfg.UnixSocket
+	}
+	for _, ln := range []net.Listener{d.ln, d.insecureLn} {
+		if ln != nil {
+			log.Info("serving on a socket passed by systemd", zap.String("addr", ln.Addr().String()))
+		}
+	}
+	if d.unixLn != nil {
+		log.Info("serving on a unix socket passed by systemd", zap.String("path", cfg.UnixSocket))
+	}
+
 	// Bind before building the kubeconfig: with port 0 the address is
 	// known only now.
-	d.ln, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+	if d.ln == nil {
+		if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
 	}
 	addr := clientAddress(d.ln.Addr())
 	if d.tls, err = setupTLS(cfg, dataDir, d.ln.Addr(), log); err != nil {
@@ -164,12 +185,12 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.audit, err = setupAudit(cfg, log.Named("audit")); err != nil {
 		return nil, err
 	}
-	if cfg.InsecureListen != "" {
+	if cfg.InsecureListen != "" && d.insecureLn == nil {
 		if d.insecureLn, err = net.Listen("tcp", cfg.InsecureListen); err != nil {
 			return nil, fmt.Errorf("listen insecure: %w", err)
 		}
 	}
-	if cfg.UnixSocket != "" {
+	if cfg.UnixSocket != "" && d.unixLn == nil {
 		if d.unixLn, err = listenUnix(cfg.UnixSocket); err != nil {
 			return nil, err
 		}
