@@ -37,12 +37,12 @@ func listenPassed(t *testing.T, name, network, address string) passedSocket {
 	return passedSocket{name: name, ln: ln}
 }
 
-// startActivated starts `edgeapi serve` with socks passed as fds 3, 4, …
+// launchActivated starts `edgeapi serve` with socks passed as fds 3, 4, …
 // with LISTEN_FDS, LISTEN_FDNAMES (when any is named) and LISTEN_PID set
 // to the daemon's own pid, which only the daemon knows before it runs: a
 // shell sets it and execs the daemon. url is where the test reaches the
 // daemon, tls whether that is HTTPS with the generated kubeconfig.
-func startActivated(t *testing.T, dataDir string, socks []passedSocket, url string, tls bool, args ...string) *Daemon {
+func launchActivated(t *testing.T, dataDir string, socks []passedSocket, url string, tls bool, args ...string) *Daemon {
 	t.Helper()
 	bin := edgeapiBin.Path(t)
 	d := &Daemon{
@@ -99,6 +99,14 @@ func startActivated(t *testing.T, dataDir string, socks []passedSocket, url stri
 			t.Logf("edgeapi (data dir %s) output:\n%s", dataDir, d.output.String())
 		}
 	})
+	return d
+}
+
+// startActivated is launchActivated, then waits until the daemon is
+// ready.
+func startActivated(t *testing.T, dataDir string, socks []passedSocket, url string, tls bool, args ...string) *Daemon {
+	t.Helper()
+	d := launchActivated(t, dataDir, socks, url, tls, args...)
 	if err := d.waitReady(); err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +224,23 @@ func TestSocketActivation_Serve(t *testing.T) {
 		resp.Body.Close()
 		if got, want := resp.StatusCode, http.StatusOK; got != want {
 			t.Errorf("GET namespace before-restart on the connection made between daemons: status %d, want %d", got, want)
+		}
+	})
+	t.Run("two sockets for one flag are refused", func(t *testing.T) {
+		// Unnamed, both TCP: both would be --listen.
+		a := listenPassed(t, "", "tcp", "127.0.0.1:0")
+		b := listenPassed(t, "", "tcp", "127.0.0.1:0")
+		d := launchActivated(t, t.TempDir(), []passedSocket{a, b}, "https://"+a.ln.Addr().String(), true)
+		select {
+		case <-d.exited:
+		case <-time.After(readyTimeout):
+			t.Fatalf("the daemon did not exit with two sockets for --listen; output:\n%s", d.output.String())
+		}
+		if d.exitErr == nil {
+			t.Errorf("the daemon exited 0 with two sockets for --listen")
+		}
+		if want := "a second socket for --listen"; !strings.Contains(d.output.String(), want) {
+			t.Errorf("output does not say %q:\n%s", want, d.output.String())
 		}
 	})
 }
