@@ -150,11 +150,32 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err // already "open store <path>: ..."
 	}
 
+	// Sockets systemd passed (edgeapi.socket) stand in for the flags'
+	// addresses; see takePassedListeners.
+	passed, err := takePassedListeners()
+	if err != nil {
+		return nil, err
+	}
+	d.ln, d.insecureLn, d.unixLn = passed.listen, passed.insecureListen, passed.unixSocket
+	if d.unixLn != nil {
+		cfg.UnixSocket = unixSocketPath(d.unixLn)
+		d.cfg.UnixSocket = cfg.UnixSocket
+	}
+	for _, ln := range []net.Listener{d.ln, d.insecureLn} {
+		if ln != nil {
+			log.Info("serving on a socket passed by systemd", zap.String("addr", ln.Addr().String()))
+		}
+	}
+	if d.unixLn != nil {
+		log.Info("serving on a unix socket passed by systemd", zap.String("path", cfg.UnixSocket))
+	}
+
 	// Bind before building the kubeconfig: with port 0 the address is
 	// known only now.
-	d.ln, err = net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+	if d.ln == nil {
+		if d.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
 	}
 	addr := clientAddress(d.ln.Addr())
 	if d.tls, err = setupTLS(cfg, dataDir, d.ln.Addr(), log); err != nil {
@@ -169,12 +190,12 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.audit, err = setupAudit(cfg, log.Named("audit")); err != nil {
 		return nil, err
 	}
-	if cfg.InsecureListen != "" {
+	if cfg.InsecureListen != "" && d.insecureLn == nil {
 		if d.insecureLn, err = net.Listen("tcp", cfg.InsecureListen); err != nil {
 			return nil, fmt.Errorf("listen insecure: %w", err)
 		}
 	}
-	if cfg.UnixSocket != "" {
+	if cfg.UnixSocket != "" && d.unixLn == nil {
 		if d.unixLn, err = listenUnix(cfg.UnixSocket); err != nil {
 			return nil, err
 		}
@@ -293,9 +314,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 }
 
 // run serves until ctx is cancelled or the HTTP server fails, then shuts
-// down. It reports READY=1 to systemd (a no-op outside systemd) and pings
-// the watchdog from its loop, so a wedged main loop gets the service
-// restarted.
+// down. It reports READY=1 to systemd (a no-op outside systemd) and,
+// under a unit with WatchdogSec=, pings the watchdog while the store's
+// writer and the HTTP server pass their liveness probes (see watchdog).
 func (d *daemon) run(ctx context.Context) error {
 	serveErr := make(chan error, 1)
 	d.h2.start()
@@ -368,17 +389,8 @@ func (d *daemon) run(ctx context.Context) error {
 		zap.Int64("rev", d.db.Rev()),
 		zap.Duration("startup", time.Since(d.started)))
 
-	var watchdog <-chan time.Time
-	if interval, err := sddaemon.SdWatchdogEnabled(false); err != nil {
-		d.log.Warn("read systemd watchdog settings", zap.Error(err))
-	} else if interval > 0 {
-		// systemd recommends pinging at half the interval; a third leaves
-		// room for a slow tick.
-		t := time.NewTicker(interval / 3)
-		defer t.Stop()
-		watchdog = t.C
-		d.log.Debug("systemd watchdog enabled", zap.Duration("interval", interval))
-	}
+	// Pings only while the store's writer and the HTTP server work.
+	stopWatchdog := d.startWatchdog()
 
 	var err error
 loop:
@@ -392,11 +404,10 @@ loop:
 			d.log.Error("http server stopped", zap.Error(err))
 			serveErr = nil
 			break loop
-		case <-watchdog:
-			d.notify(sddaemon.SdNotifyWatchdog)
 		}
 	}
 
+	stopWatchdog()
 	stopCompactor()
 	<-compactorDone
 	if shutdownErr := d.shutdown(serveErr); err == nil {

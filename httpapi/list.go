@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -288,7 +289,9 @@ func (s *Server) handleList(r *request) error {
 		}
 	}
 	if useLimit {
-		lo.Limit = int(opts.Limit)
+		// A limit past int (2^31-1 on 32-bit ARM) would wrap, to 0 or
+		// below, which the store reads as no limit.
+		lo.Limit = int(min(opts.Limit, math.MaxInt))
 	}
 	lo.MaxBytes = cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)
 	res, err := s.cfg.Store.List(ctx, lo)

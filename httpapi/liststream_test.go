@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -112,6 +113,11 @@ func TestServer_ListStreamed(t *testing.T) {
 		for _, accept := range accepts {
 			wantCode, wantType, want := do(buffered, "GET", path, accept, "")
 			gotCode, gotType, got := do(streamed, "GET", path, accept, "")
+			if strings.Contains(accept, "as=Table") {
+				// The Age cell moves on when a second passes between
+				// the two requests (under qemu, often).
+				want, got = tableAge.ReplaceAll(want, []byte(`"AGE"]`)), tableAge.ReplaceAll(got, []byte(`"AGE"]`))
+			}
 			if gotCode != wantCode || gotType != wantType || !bytes.Equal(got, want) {
 				t.Errorf("GET %s (Accept %q), streamed:\n%d %s %q\nbuffered:\n%d %s %q", path, accept, gotCode, gotType, got, wantCode, wantType, want)
 			}
@@ -147,3 +153,6 @@ func mustContinue(t *testing.T, body []byte) string {
 	}
 	return l.Metadata.Continue
 }
+
+// tableAge is a Table row's last cell, the Age column, in JSON.
+var tableAge = regexp.MustCompile(`"(?:[0-9]+[smhdy])+"\]`)
