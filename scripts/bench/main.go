@@ -324,7 +324,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		args := cfg.daemonArgs
+		args := withoutWatchBounds(cfg.daemonArgs)
 		if cfg.tlsRBACBindings > 0 {
 			tokens := filepath.Join(b.tmpDir, "tokens.csv")
 			if err := os.WriteFile(tokens, []byte(benchToken+","+benchUser+",bench-uid\n"), 0o600); err != nil {

@@ -182,3 +182,24 @@ func (b *bench) runWithRSSPeak(ctx context.Context, w workload) ([]Result, error
 	b.logResult(r)
 	return append(res, r), err
 }
+
+// withoutWatchBounds returns args with --max-watches 0 and
+// --max-watches-per-user 0 added unless args set them: the watch
+// workloads open 1,000 and 10,000 watches as one user, past the daemon's
+// default bounds (1,024 and 512 at 128 MiB), to measure fan-out and the
+// memory of idle watches.
+func withoutWatchBounds(args []string) []string {
+	out := args[:len(args):len(args)]
+	for _, flag := range []string{"--max-watches", "--max-watches-per-user"} {
+		set := false
+		for _, a := range args {
+			if a == flag || strings.HasPrefix(a, flag+"=") {
+				set = true
+			}
+		}
+		if !set {
+			out = append(out, flag, "0")
+		}
+	}
+	return out
+}
