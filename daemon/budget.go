@@ -85,7 +85,7 @@ type memoryBudget struct {
 // The formulas, with B the limit:
 //
 //	SQLite page cache  B/64 per connection, 256 KiB to 2000 KiB (6 connections)
-//	SQLite mmap        B/8, at most 32 MiB
+//	SQLite mmap        B/4, at most 32 MiB
 //	Go soft limit      B − 6 × page cache − mmap
 //	watch cache        B/4 bytes; 10,000 events per 128 MiB (1,000 to 100,000)
 //	object cache       B/32
@@ -98,7 +98,7 @@ func budgetFor(limit int64) memoryBudget {
 		b = DefaultMemoryLimit
 	}
 	sqliteCache := clamp(b/64, minSQLiteCache, maxSQLiteCache)
-	sqliteMmap := min(b/8, maxSQLiteMmap)
+	sqliteMmap := min(b/4, maxSQLiteMmap)
 	var goLimit int64
 	if limit > 0 {
 		goLimit = b - sqliteConns*sqliteCache - sqliteMmap

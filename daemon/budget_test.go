@@ -17,8 +17,8 @@ func TestBudgetFor(t *testing.T) {
 			name:  "default 128Mi",
 			limit: 128 * Mi,
 			want: memoryBudget{
-				GoLimit:          128*Mi - 6*2000*Ki - 16*Mi,
-				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 16 * Mi,
+				GoLimit:          128*Mi - 6*2000*Ki - 32*Mi,
+				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 10000, WatchCacheBytes: 32 * Mi,
 				ObjectCacheBytes: 4 * Mi, ServedCacheBytes: 16 * Mi, ListBufferBytes: 4 * Mi,
 				MaxWatches: 1024, MaxWatchesPerUser: 512,
@@ -29,7 +29,7 @@ func TestBudgetFor(t *testing.T) {
 			limit: 0,
 			want: memoryBudget{
 				GoLimit:          0,
-				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 16 * Mi,
+				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 10000, WatchCacheBytes: 32 * Mi,
 				ObjectCacheBytes: 4 * Mi, ServedCacheBytes: 16 * Mi, ListBufferBytes: 4 * Mi,
 				MaxWatches: 1024, MaxWatchesPerUser: 512,
@@ -39,8 +39,8 @@ func TestBudgetFor(t *testing.T) {
 			name:  "smallest 32Mi",
 			limit: 32 * Mi,
 			want: memoryBudget{
-				GoLimit:          32*Mi - 6*512*Ki - 4*Mi,
-				SQLiteCacheBytes: 512 * Ki, SQLiteMmapBytes: 4 * Mi,
+				GoLimit:          32*Mi - 6*512*Ki - 8*Mi,
+				SQLiteCacheBytes: 512 * Ki, SQLiteMmapBytes: 8 * Mi,
 				WatchCacheEvents: 2500, WatchCacheBytes: 8 * Mi,
 				ObjectCacheBytes: 1 * Mi, ServedCacheBytes: 4 * Mi, ListBufferBytes: 1 * Mi,
 				MaxWatches: 256, MaxWatchesPerUser: 128,
