@@ -29,7 +29,7 @@ const journalSizeLimit = 64 << 20 // bytes
 //
 // The driver runs busy_timeout first, then the _pragma list in lexical
 // order: auto_vacuum (which must precede the first table, and journal_mode,
-// to take effect on a new file), journal_mode, journal_size_limit,
+// to take effect on a new file), cache_size, journal_mode, journal_size_limit,
 // synchronous, wal_autocheckpoint. synchronous=FULL fsyncs the WAL on every
 // commit: an acknowledged write survives power loss, which NORMAL does not
 // promise. wal_autocheckpoint=0 keeps checkpoints out of the writer's
