@@ -71,13 +71,12 @@ const (
 	// DefaultQuotaBackendBytes bounds the database, like etcd's
 	// --quota-backend-bytes (etcd's default is 2 GiB as well).
 	DefaultQuotaBackendBytes = 2 << 30
-	// DefaultMemoryLimit is the Go runtime's soft memory limit: near it
-	// the garbage collector runs more often, so that bursts of large
-	// requests do not leave hundreds of MiB of garbage resident. The RSS
-	// adds the binary's pages and runtime overhead (about 30 MiB): with
-	// 256 MiB, 100,000-request hostile runs peaked at 312-327 MiB; with
-	// 192 MiB at 255-257 MiB.
-	DefaultMemoryLimit = 192 << 20
+	// DefaultMemoryLimit is the memory budget of --memory-limit: it sets
+	// the Go runtime's soft memory limit and sizes SQLite's caches, the
+	// watch cache, the object cache and the watch bounds (see budget.go).
+	// The RSS adds the binary's pages and what the budget does not
+	// govern: the README documents the margin.
+	DefaultMemoryLimit = 128 << 20
 	// DefaultShutdownTimeout bounds the graceful part of shutdown (in-flight
 	// requests); after it, connections are closed. The systemd unit's
 	// TimeoutStopSec must be longer.
@@ -147,9 +146,15 @@ type serveConfig struct {
 	// file: the resources (Secrets, usually) whose stored values are
 	// encrypted, and the providers and keys (empty: none encrypted).
 	EncryptionProviderConfig string `json:"encryption-provider-config"`
-	// MemoryLimit is the Go runtime's soft memory limit (0: none); the
-	// GOMEMLIMIT environment variable, when set, wins.
+	// MemoryLimit is the memory budget: the Go runtime's soft memory
+	// limit and the sizes of the caches come from it (budget.go; 0: no
+	// Go limit, caches as for DefaultMemoryLimit). The GOMEMLIMIT
+	// environment variable, when set, wins for the Go limit.
 	MemoryLimit byteSize `json:"memory-limit"`
+	// budget is budgetFor(MemoryLimit), set by parseServeConfig. Its
+	// watch bounds are already in MaxWatches and MaxWatchesPerUser unless
+	// a flag or the file set those.
+	budget memoryBudget
 	// UnsafeTestingSynchronousOff runs SQLite with synchronous=OFF, which
 	// loses acknowledged writes on power loss. For the power-cut test
 	// only: a hidden flag, and no config-file key.
@@ -277,8 +282,8 @@ func defaultServeConfig() serveConfig {
 		RequestTimeout:              duration(DefaultRequestTimeout),
 		MaxRequestsInflight:         DefaultMaxRequestsInflight,
 		MaxMutatingRequestsInflight: DefaultMaxMutatingRequestsInflight,
-		MaxWatches:                  DefaultMaxWatches,
-		MaxWatchesPerUser:           DefaultMaxWatchesPerUser,
+		MaxWatches:                  budgetFor(DefaultMemoryLimit).MaxWatches,
+		MaxWatchesPerUser:           budgetFor(DefaultMemoryLimit).MaxWatchesPerUser,
 		DiskReserve:                 byteSize(DefaultDiskReserve),
 		QuotaBackendBytes:           byteSize(DefaultQuotaBackendBytes),
 		CompactionMaxRows:           DefaultCompactionMaxRows,
@@ -332,10 +337,10 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Var(&cfg.MaxRequestBody, "max-request-body", "reject request bodies larger than this `size` in bytes (e.g. 3145728 or 3Mi)")
 	fs.IntVar(&cfg.MaxRequestsInflight, "max-requests-inflight", cfg.MaxRequestsInflight, "answer 429 to GET and HEAD requests, watches aside, past this `number` served at once; 0 is no limit")
 	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", cfg.MaxMutatingRequestsInflight, "answer 429 to other requests past this `number` served at once; 0 is no limit")
-	fs.IntVar(&cfg.MaxWatches, "max-watches", cfg.MaxWatches, "answer 429 to watches past this `number` served at once; 0 is no limit")
-	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", cfg.MaxWatchesPerUser, "answer 429 to a user's watches past this `number` of theirs served at once; 0 is no limit")
+	fs.IntVar(&cfg.MaxWatches, "max-watches", cfg.MaxWatches, "answer 429 to watches past this `number` served at once; 0 is no limit; unless set, --memory-limit / 128Ki")
+	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", cfg.MaxWatchesPerUser, "answer 429 to a user's watches past this `number` of theirs served at once; 0 is no limit; unless set, --memory-limit / 256Ki")
 	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
-	fs.Var(&cfg.MemoryLimit, "memory-limit", "soft memory limit of the Go runtime: the garbage collector works harder near it (0: none; GOMEMLIMIT, when set, wins)")
+	fs.Var(&cfg.MemoryLimit, "memory-limit", "memory budget: sets the Go runtime's soft memory limit and sizes SQLite's page caches, the watch cache, the object cache and the watch bounds from it (at least 32Mi; 0: no Go limit, caches sized as for the default; GOMEMLIMIT, when set, wins for the Go limit)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
 	fs.Int64Var(&cfg.CompactionMaxRows, "compaction-max-rows", cfg.CompactionMaxRows, "also compact the change log, without waiting for the interval, when it passes this many `rows`, keeping the newest half (0: no bound)")
 	fs.Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", "refuse creates and updates with 507 once the database holds this `size` (as etcd's flag; deletes, reads and compaction go on, and writes resume when space is reclaimed; 0: no quota)")
@@ -357,13 +362,17 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 		return serveConfig{}, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 
+	// explicit holds the settings given as flags or in the file: the
+	// memory budget does not override them.
+	explicit := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { explicit[f.Name] = true })
 	if configPath != "" {
 		// Remember the flags given on the command line, load the file
 		// over the defaults, then apply those flags again.
 		given := map[string]string{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
 		cfg = defaultServeConfig()
-		if err := loadConfigFile(configPath, &cfg); err != nil {
+		if err := loadConfigFile(configPath, &cfg, explicit); err != nil {
 			return serveConfig{}, err
 		}
 		for name, value := range given {
@@ -375,7 +384,20 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	if err := cfg.validate(); err != nil {
 		return serveConfig{}, err
 	}
+	cfg.applyBudget(explicit)
 	return cfg, nil
+}
+
+// applyBudget sizes what --memory-limit sizes, leaving the settings in
+// explicit as they were given.
+func (c *serveConfig) applyBudget(explicit map[string]bool) {
+	c.budget = budgetFor(int64(c.MemoryLimit))
+	if !explicit["max-watches"] {
+		c.MaxWatches = c.budget.MaxWatches
+	}
+	if !explicit["max-watches-per-user"] {
+		c.MaxWatchesPerUser = c.budget.MaxWatchesPerUser
+	}
 }
 
 // printVisibleDefaults is fs.PrintDefaults without the hiddenFlags.
@@ -391,15 +413,23 @@ func printVisibleDefaults(fs *flag.FlagSet) {
 	visible.PrintDefaults()
 }
 
-// loadConfigFile reads a YAML or JSON config file into cfg. Unknown keys
-// are an error, so a typo doesn't silently fall back to a default.
-func loadConfigFile(path string, cfg *serveConfig) error {
+// loadConfigFile reads a YAML or JSON config file into cfg, and adds the
+// keys it sets to keys. Unknown keys are an error, so a typo doesn't
+// silently fall back to a default.
+func loadConfigFile(path string, cfg *serveConfig, keys map[string]bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("read config file: %w", err)
 	}
 	if err := yaml.UnmarshalStrict(data, cfg); err != nil {
 		return fmt.Errorf("parse config file %s: %w", path, err)
+	}
+	var set map[string]any
+	if err := yaml.Unmarshal(data, &set); err != nil {
+		return fmt.Errorf("parse config file %s: %w", path, err)
+	}
+	for k := range set {
+		keys[k] = true
 	}
 	return nil
 }
@@ -469,8 +499,8 @@ func (c *serveConfig) validate() error {
 	if c.MaxRequestBody <= 0 {
 		return fmt.Errorf("invalid max-request-body %v: must be positive", c.MaxRequestBody)
 	}
-	if c.MemoryLimit < 0 {
-		return fmt.Errorf("invalid memory-limit %v: must not be negative", c.MemoryLimit)
+	if c.MemoryLimit < 0 || (c.MemoryLimit > 0 && c.MemoryLimit < minMemoryLimit) {
+		return fmt.Errorf("invalid memory-limit %v: must be 0 or at least %d (32Mi)", c.MemoryLimit, minMemoryLimit)
 	}
 	if c.CompactionMaxRows < 0 {
 		return fmt.Errorf("invalid compaction-max-rows %d: must not be negative", c.CompactionMaxRows)

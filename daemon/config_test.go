@@ -199,6 +199,7 @@ max-request-body: 1Mi
 			}
 			want := defaults
 			tt.want(&want)
+			want.budget = budgetFor(int64(want.MemoryLimit))
 			// Which lists a flag set is no part of the configuration.
 			for _, l := range []*configList{&got.ServiceAccountIssuer, &got.ServiceAccountKeyFile, &got.APIAudiences} {
 				l.fromFlag = false
@@ -345,8 +346,9 @@ func errHelpForTest() error {
 // flags and config files, 0 turns a limit off, and negatives are refused
 // by name.
 func TestServeConfig_ValidateMaxInflight(t *testing.T) {
-	if c := defaultServeConfig(); c.MaxWatches != 1000 || c.MaxWatchesPerUser != 500 {
-		t.Fatalf("watch defaults = %d, %d, want 1000, 500", c.MaxWatches, c.MaxWatchesPerUser)
+	// The watch bounds come from the memory budget (TestServeConfig_MemoryBudget).
+	if c := defaultServeConfig(); c.MaxWatches != 1024 || c.MaxWatchesPerUser != 512 {
+		t.Fatalf("watch defaults = %d, %d, want 1024, 512 (128Mi budget)", c.MaxWatches, c.MaxWatchesPerUser)
 	}
 	if c := defaultServeConfig(); c.MaxRequestsInflight != 400 || c.MaxMutatingRequestsInflight != 200 {
 		t.Fatalf("defaults = %d, %d, want kube-apiserver's 400, 200", c.MaxRequestsInflight, c.MaxMutatingRequestsInflight)

@@ -52,7 +52,7 @@ func runServe(ctx context.Context, args []string) error {
 // serve runs the daemon until ctx is cancelled, then shuts it down
 // gracefully. It returns nil after a clean shutdown.
 func serve(ctx context.Context, cfg serveConfig, log *zap.Logger) error {
-	setMemoryLimit(cfg.MemoryLimit, log)
+	setMemoryLimit(cfg.budget, log)
 	d, err := startDaemon(ctx, cfg, log)
 	if err != nil {
 		return err
@@ -145,6 +145,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		UnsafeNoSync:     cfg.UnsafeTestingSynchronousOff,
 		Transformers:     transformers,
 		Observer:         d.metrics.observer,
+		ObjectCacheBytes: cfg.budget.ObjectCacheBytes,
+		SQLiteCacheBytes: cfg.budget.SQLiteCacheBytes,
+		SQLiteMmapBytes:  cfg.budget.SQLiteMmapBytes,
 	})
 	if err != nil {
 		return nil, err // already "open store <path>: ..."
@@ -227,6 +230,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		AdmitWatch:          d.admitWatch(),
 		Extra:               d.extraHandlers(),
 		Metrics:             d.metrics.requests,
+		WatchCache:          store.WatchCacheConfig{MaxEvents: cfg.budget.WatchCacheEvents, MaxBytes: cfg.budget.WatchCacheBytes},
+		ServedCacheBytes:    cfg.budget.ServedCacheBytes,
+		ListBufferBytes:     cfg.budget.ListBufferBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create api server: %w", err)
@@ -669,17 +675,21 @@ func kubernetesService(opts registry.BuiltinOptions, listen net.Addr) (*corev1.S
 	}, nil
 }
 
-// setMemoryLimit sets the Go runtime's soft memory limit, unless
-// GOMEMLIMIT does. Near the limit the collector runs more often (using at
-// most half the CPU), so garbage from bursts of large requests is freed
-// instead of staying resident: 100,000 hostile requests peaked at
-// 1,089 MiB without a limit and at 260 MiB with one of 200 MiB.
-func setMemoryLimit(limit byteSize, log *zap.Logger) {
+// setMemoryLimit logs the memory budget and sets the Go runtime's soft
+// memory limit to its GoLimit (see budget.go), unless GOMEMLIMIT does.
+// Near the limit the collector runs more often (using at most half the
+// CPU), so garbage from bursts of large requests is freed instead of
+// staying resident: 100,000 hostile requests peaked at 1,089 MiB without
+// a limit and at 260 MiB with one of 200 MiB.
+func setMemoryLimit(b memoryBudget, log *zap.Logger) {
+	log.Info("memory budget", zap.Int64("go_limit", b.GoLimit), zap.Int("sqlite_cache_per_conn", b.SQLiteCacheBytes),
+		zap.Int("sqlite_mmap", b.SQLiteMmapBytes), zap.Int("watch_cache_bytes", b.WatchCacheBytes),
+		zap.Int("watch_cache_events", b.WatchCacheEvents), zap.Int("object_cache_bytes", b.ObjectCacheBytes))
 	if v := os.Getenv("GOMEMLIMIT"); v != "" {
 		log.Info("memory limit from GOMEMLIMIT", zap.String("GOMEMLIMIT", v))
 		return
 	}
-	if limit > 0 {
-		debug.SetMemoryLimit(int64(limit))
+	if b.GoLimit > 0 {
+		debug.SetMemoryLimit(b.GoLimit)
 	}
 }

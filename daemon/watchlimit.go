@@ -17,12 +17,8 @@ import (
 // memory. Unlike the in-flight limits, system:masters is bounded too: the
 // admin kubeconfig is in it, and so are the controllers that run with it.
 
-const (
-	// DefaultMaxWatches is the default of --max-watches.
-	DefaultMaxWatches = 1000
-	// DefaultMaxWatchesPerUser is the default of --max-watches-per-user.
-	DefaultMaxWatchesPerUser = 500
-)
+// Their defaults come from --memory-limit (budgetFor): 1,024 and 512 at
+// the default 128 MiB.
 
 // watchLimit admits at most total watches at once, and at most perUser
 // of one user (by name; requests without a user count under ""); past

@@ -20,9 +20,11 @@ import (
 // carries its resourceVersion; the conversion depends on nothing else.
 // The cache is bounded in bytes and emptied when full.
 type servedCache struct {
-	mu      sync.Mutex
+	mu      sync.Mutex // guards the fields below
 	entries map[servedKey][]byte
 	bytes   int
+	// maxBytes bounds bytes (DefaultServedCacheBytes until set).
+	maxBytes int
 }
 
 type servedKey struct {
@@ -32,14 +34,15 @@ type servedKey struct {
 }
 
 const (
-	// servedCacheBytes bounds the cached JSON.
-	servedCacheBytes = 32 << 20
+	// DefaultServedCacheBytes bounds the cached JSON unless
+	// Config.ServedCacheBytes says otherwise.
+	DefaultServedCacheBytes = 32 << 20
 	// servedCacheMaxObject is the largest object cached.
 	servedCacheMaxObject = 64 << 10
 )
 
 var (
-	served                   = &servedCache{entries: map[servedKey][]byte{}}
+	served                   = &servedCache{entries: map[servedKey][]byte{}, maxBytes: DefaultServedCacheBytes}
 	servedSeed1, servedSeed2 = maphash.MakeSeed(), maphash.MakeSeed()
 )
 
@@ -62,12 +65,23 @@ func (c *servedCache) put(key servedKey, b []byte) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bytes+len(b) > servedCacheBytes {
+	if c.bytes+len(b) > c.maxBytes {
 		c.entries = map[servedKey][]byte{}
 		c.bytes = 0
 	}
 	if _, ok := c.entries[key]; !ok {
 		c.entries[key] = b
 		c.bytes += len(b)
+	}
+}
+
+// setMaxBytes bounds the cache at n bytes, emptying it when it holds more.
+func (c *servedCache) setMaxBytes(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxBytes = n
+	if c.bytes > n {
+		c.entries = map[servedKey][]byte{}
+		c.bytes = 0
 	}
 }

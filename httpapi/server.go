@@ -3,6 +3,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -64,6 +65,11 @@ type Config struct {
 	// response is built in memory (DefaultListBufferBytes when zero);
 	// larger lists are read and written in pages.
 	ListBufferBytes int
+	// ServedCacheBytes bounds the cache of converted custom resources'
+	// served JSON (see servedcache.go; DefaultServedCacheBytes when zero).
+	// The cache is shared by every Server of the process: the last New
+	// sets its bound.
+	ServedCacheBytes int
 	// IdleTimeout is how long a connection handed back after a watch
 	// (see HandoffListener) waits for its next request
 	// (DefaultIdleTimeout when zero).
@@ -168,6 +174,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxLargeRequests <= 0 {
 		cfg.MaxLargeRequests = DefaultMaxLargeRequests
 	}
+	served.setMaxBytes(cmp.Or(cfg.ServedCacheBytes, DefaultServedCacheBytes))
 	s := &Server{
 		cfg:           cfg,
 		log:           cfg.Logger,

@@ -125,10 +125,12 @@ func TestObjectJSON_DecodeFree(t *testing.T) {
 }
 
 func TestServedCache_Bound(t *testing.T) {
+	// A bound smaller than the default, as a small --memory-limit sets.
 	c := &servedCache{entries: map[servedKey][]byte{}}
+	c.setMaxBytes(DefaultServedCacheBytes / 4)
 	big := make([]byte, servedCacheMaxObject)
 	n := 0
-	for c.bytes+len(big) <= servedCacheBytes {
+	for c.bytes+len(big) <= DefaultServedCacheBytes/4 {
 		c.put(servedKey{n: n}, big)
 		n++
 	}

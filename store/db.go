@@ -54,6 +54,13 @@ type Config struct {
 	// objects that serves Get (default DefaultObjectCacheBytes; negative
 	// turns it off).
 	ObjectCacheBytes int
+	// SQLiteCacheBytes is each SQLite connection's page cache (default
+	// DefaultSQLiteCacheBytes); SQLiteMmapBytes is how much of the
+	// database file each read connection maps (default
+	// DefaultSQLiteMmapBytes; negative maps none). Both are outside the
+	// Go heap, and both count toward the daemon's RSS.
+	SQLiteCacheBytes int
+	SQLiteMmapBytes  int
 	// ReserveBytes is the size of the space reserve kept beside the
 	// database (Path+"-reserve"): removed when the file system fills up,
 	// so that deletes and compaction can still commit (see space.go).
@@ -114,6 +121,15 @@ func (c *Config) setDefaults() {
 	}
 	if c.ObjectCacheBytes == 0 {
 		c.ObjectCacheBytes = DefaultObjectCacheBytes
+	}
+	if c.SQLiteCacheBytes <= 0 {
+		c.SQLiteCacheBytes = DefaultSQLiteCacheBytes
+	}
+	switch {
+	case c.SQLiteMmapBytes == 0:
+		c.SQLiteMmapBytes = DefaultSQLiteMmapBytes
+	case c.SQLiteMmapBytes < 0:
+		c.SQLiteMmapBytes = 0
 	}
 }
 
@@ -344,7 +360,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err := secureDBFiles(db.cfg.Path, db.log); err != nil {
 		return err
 	}
-	wdsn, err := writerDSN(db.cfg.Path, db.cfg.UnsafeNoSync)
+	wdsn, err := writerDSN(db.cfg.Path, db.cfg.UnsafeNoSync, db.cfg.SQLiteCacheBytes)
 	if err != nil {
 		return err
 	}
@@ -383,7 +399,7 @@ func (db *DB) open(ctx context.Context) error {
 		return err
 	}
 
-	rdsn, err := readerDSN(db.cfg.Path)
+	rdsn, err := readerDSN(db.cfg.Path, db.cfg.SQLiteCacheBytes, db.cfg.SQLiteMmapBytes)
 	if err != nil {
 		return err
 	}
@@ -404,7 +420,7 @@ func (db *DB) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open database file: %w", err)
 	}
-	cdsn, err := checkpointerDSN(db.cfg.Path, db.cfg.UnsafeNoSync)
+	cdsn, err := checkpointerDSN(db.cfg.Path, db.cfg.UnsafeNoSync, db.cfg.SQLiteCacheBytes)
 	if err != nil {
 		return err
 	}

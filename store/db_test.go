@@ -220,3 +220,40 @@ func TestDB_RevisionRecovery(t *testing.T) {
 		t.Errorf("next revision = %d, want %d", got, want)
 	}
 }
+
+// TestOpen_SQLiteMemory: Config.SQLiteCacheBytes and SQLiteMmapBytes (the
+// memory budget's share for SQLite) reach the connections, and zero is
+// SQLite's own default page cache and a 32 MiB map.
+func TestOpen_SQLiteMemory(t *testing.T) {
+	tests := []struct {
+		name                string
+		cacheBytes, mmap    int
+		wantCache, wantMmap int64
+	}{
+		{name: "defaults", wantCache: -2000, wantMmap: 32 << 20},
+		{name: "budget", cacheBytes: 512 << 10, mmap: 8 << 20, wantCache: -512, wantMmap: 8 << 20},
+		{name: "no map", cacheBytes: 256 << 10, mmap: -1, wantCache: -256, wantMmap: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db := openTest(t, Config{SQLiteCacheBytes: tt.cacheBytes, SQLiteMmapBytes: tt.mmap})
+			ctx := context.Background()
+			var cache, mmap int64
+			if err := db.writeConn.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&cache); err != nil {
+				t.Fatal(err)
+			}
+			if cache != tt.wantCache {
+				t.Errorf("writer cache_size = %d, want %d", cache, tt.wantCache)
+			}
+			if err := db.readDB.QueryRowContext(ctx, "PRAGMA cache_size").Scan(&cache); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.readDB.QueryRowContext(ctx, "PRAGMA mmap_size").Scan(&mmap); err != nil {
+				t.Fatal(err)
+			}
+			if cache != tt.wantCache || mmap != tt.wantMmap {
+				t.Errorf("reader cache_size, mmap_size = %d, %d, want %d, %d", cache, mmap, tt.wantCache, tt.wantMmap)
+			}
+		})
+	}
+}

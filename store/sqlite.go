@@ -29,18 +29,20 @@ const journalSizeLimit = 64 << 20 // bytes
 //
 // The driver runs busy_timeout first, then the _pragma list in lexical
 // order: auto_vacuum (which must precede the first table, and journal_mode,
-// to take effect on a new file), journal_mode, journal_size_limit,
+// to take effect on a new file), cache_size, journal_mode, journal_size_limit,
 // synchronous, wal_autocheckpoint. synchronous=FULL fsyncs the WAL on every
 // commit: an acknowledged write survives power loss, which NORMAL does not
 // promise. wal_autocheckpoint=0 keeps checkpoints out of the writer's
 // commits: the checkpointer runs them (see checkpoint.go).
 // _txlock=immediate makes BEGIN take the write lock at once, so a busy
 // database fails at BEGIN rather than at the first write. noSync
-// (Config.UnsafeNoSync, tests only) makes it synchronous=OFF.
-func writerDSN(path string, noSync bool) (string, error) {
+// (Config.UnsafeNoSync, tests only) makes it synchronous=OFF. cacheBytes
+// is its page cache (Config.SQLiteCacheBytes).
+func writerDSN(path string, noSync bool, cacheBytes int) (string, error) {
 	return dsn(path,
 		"busy_timeout("+strconv.Itoa(busyTimeout)+")",
 		"auto_vacuum(INCREMENTAL)",
+		cacheSizePragma(cacheBytes),
 		"journal_mode(WAL)",
 		"journal_size_limit("+strconv.Itoa(journalSizeLimit)+")",
 		synchronousPragma(noSync),
@@ -54,9 +56,10 @@ func writerDSN(path string, noSync bool) (string, error) {
 // overwritten before the database file holds it durably. Its busy timeout
 // is short: the writes wait for its RESTART checkpoints, which should find
 // no reader or writer in their way.
-func checkpointerDSN(path string, noSync bool) (string, error) {
+func checkpointerDSN(path string, noSync bool, cacheBytes int) (string, error) {
 	return dsn(path,
 		"busy_timeout("+strconv.Itoa(checkpointBusyTimeout)+")",
+		cacheSizePragma(cacheBytes),
 		synchronousPragma(noSync),
 	)
 }
@@ -71,21 +74,36 @@ func synchronousPragma(noSync bool) string {
 
 // readerDSN is the connection string of the read pool. query_only makes
 // any write through these connections fail; mmap lets list scans read
-// pages from the page cache without a read system call each.
-func readerDSN(path string) (string, error) {
+// pages from the page cache without a read system call each; mmapBytes
+// is Config.SQLiteMmapBytes, cacheBytes Config.SQLiteCacheBytes.
+func readerDSN(path string, cacheBytes, mmapBytes int) (string, error) {
 	return dsn(path,
 		"busy_timeout("+strconv.Itoa(busyTimeout)+")",
-		"mmap_size("+strconv.Itoa(readerMmapSize)+")",
+		cacheSizePragma(cacheBytes),
+		"mmap_size("+strconv.Itoa(mmapBytes)+")",
 		"query_only(1)",
 	)
 }
 
-// readerMmapSize is the most of the database file a read connection maps.
-// Mapped pages count toward the daemon's RSS once touched, so it is kept
-// small: 32 MiB reads a 10k-object list as fast as 256 MiB did, while a
-// full scan of 100k objects (the garbage collector's start-up resync) no
-// longer adds the whole file to RSS.
-const readerMmapSize = 32 << 20 // bytes
+// DefaultSQLiteMmapBytes is the most of the database file a read
+// connection maps (Config.SQLiteMmapBytes). Mapped pages count toward the
+// daemon's RSS once touched, so it is kept small: 32 MiB reads a
+// 10k-object list as fast as 256 MiB did, while a full scan of 100k
+// objects (the garbage collector's start-up resync) no longer adds the
+// whole file to RSS.
+const DefaultSQLiteMmapBytes = 32 << 20 // bytes
+
+// DefaultSQLiteCacheBytes is each connection's page cache
+// (Config.SQLiteCacheBytes): SQLite's own default, cache_size=-2000.
+const DefaultSQLiteCacheBytes = 2000 << 10 // bytes
+
+// cacheSizePragma sets a connection's page cache to about bytes. SQLite
+// allocates it outside the Go heap (modernc's libc maps its own memory),
+// so Go's soft memory limit does not see it.
+func cacheSizePragma(bytes int) string {
+	// A negative cache_size is in KiB rather than pages.
+	return "cache_size(-" + strconv.Itoa(max(bytes>>10, 1)) + ")"
+}
 
 func dsn(path string, pragmas ...string) (string, error) {
 	abs, err := filepath.Abs(path)

@@ -60,6 +60,10 @@ type config struct {
 	daemonArgs []string
 	// readyTimeout bounds each wait for a started daemon's /readyz.
 	readyTimeout time.Duration
+	// memoryLimitMiB and rssMarginMiB make the peak-RSS check of each
+	// workload: peak ≤ limit + margin (see rsspeak.go).
+	memoryLimitMiB float64
+	rssMarginMiB   float64
 
 	workloads     []string
 	duration      time.Duration
@@ -153,6 +157,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", DefaultReadyTimeout, "how long a started daemon gets to answer /readyz 200")
 	daemonArgs := fs.String("daemon-args", "", "extra space-separated serve arguments for the main daemon this tool starts (not the big or compaction ones) (e.g. \"--debug-pprof 127.0.0.1:6060\")")
+	fs.Float64Var(&cfg.memoryLimitMiB, "memory-limit-mib", DefaultMemoryLimitMiB, "the daemon's --memory-limit in MiB, for the peak-RSS check of each workload (taken from --daemon-args when it has --memory-limit; 0: no check)")
+	fs.Float64Var(&cfg.rssMarginMiB, "rss-margin-mib", DefaultRSSMarginMiB, "MiB of RSS the daemon may use beyond --memory-limit (binary pages, SQLite's own allocations; see README)")
 	fs.BoolVar(&cfg.keepData, "keep-data", false, "keep the temporary data dirs and daemon logs")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "duration of each timed workload")
 	fs.Int64Var(&cfg.maxOps, "max-ops", 5_000_000, "upper bound on operations per timed workload")
@@ -201,6 +207,11 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.daemonArgs = strings.Fields(*daemonArgs)
+	if mib, ok, err := memoryLimitFromArgs(cfg.daemonArgs); err != nil {
+		return cfg, err
+	} else if ok {
+		cfg.memoryLimitMiB = mib
+	}
 	if cfg.tlsWatchSizes, err = parseWatchSizes(*tws); err != nil {
 		return cfg, err
 	}
@@ -277,7 +288,7 @@ func run(ctx context.Context, args []string) error {
 				"apply_clients": cfg.applyClients, "patch_clients": cfg.patchClients,
 				"idle_watchers": cfg.idleWatchers, "bulk_objects": cfg.bulkObjects, "page_limit": cfg.pageLimit,
 				"compaction_rows": cfg.compactionRows, "compaction_write_rate": cfg.compactionWriteRate,
-				"daemon_args": cfg.daemonArgs, "tls_rounds": cfg.tlsRounds, "tls_create_clients": cfg.tlsCreateClients,
+				"daemon_args": cfg.daemonArgs, "memory_limit_mib": cfg.memoryLimitMiB, "rss_margin_mib": cfg.rssMarginMiB, "tls_rounds": cfg.tlsRounds, "tls_create_clients": cfg.tlsCreateClients,
 				"tls_watch_sizes": cfg.tlsWatchSizes, "handshake_clients": cfg.handshakeClients,
 			},
 		},
@@ -316,7 +327,7 @@ func run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		args := cfg.daemonArgs
+		args := withoutWatchBounds(cfg.daemonArgs)
 		if cfg.tlsRBACBindings > 0 {
 			tokens := filepath.Join(b.tmpDir, "tokens.csv")
 			if err := os.WriteFile(tokens, []byte(benchToken+","+benchUser+",bench-uid\n"), 0o600); err != nil {
@@ -393,7 +404,7 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 		}
 		w, _ := findWorkload(name)
 		b.logf("== %s", name)
-		res, err := w.run(ctx, b)
+		res, err := b.runWithRSSPeak(ctx, w)
 		b.report.Results = append(b.report.Results, res...)
 		if err != nil {
 			b.report.Failures = append(b.report.Failures, name+": "+err.Error())

@@ -26,6 +26,9 @@ type Report struct {
 	Results []Result       `json:"results"`
 	// Failures lists workloads that did not complete, with their error.
 	Failures []string `json:"failures,omitempty"`
+	// RSSOver lists workloads whose peak RSS passed --memory-limit plus
+	// the margin (see rsspeak.go); reported, not a failure.
+	RSSOver []string `json:"rss_over,omitempty"`
 	// ServerStats is the daemon's last reported statistics.
 	ServerStats *serverStats `json:"server_stats,omitempty"`
 }
@@ -194,6 +197,9 @@ func printReport(out io.Writer, r *Report) {
 		} else {
 			fmt.Fprintln(out, "/readyz?verbose: no body")
 		}
+	}
+	if len(r.RSSOver) > 0 {
+		fmt.Fprintf(out, "\nRSS OVER LIMIT+MARGIN: %s\n", strings.Join(r.RSSOver, "\nRSS OVER LIMIT+MARGIN: "))
 	}
 	if len(r.Failures) > 0 {
 		fmt.Fprintf(out, "\nFAILED: %s\n", strings.Join(r.Failures, "\nFAILED: "))

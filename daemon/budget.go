@@ -1,0 +1,125 @@
+package main
+
+import (
+	"math"
+
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// The memory budget of --memory-limit. One figure sizes everything in the
+// daemon that grows with load, so that an operator who gives edgeapi
+// 128 MiB of a 512 MB device gets a daemon whose RSS stays near 128 MiB
+// plus the binary's pages, whatever the clients do:
+//
+//   - SQLite's page caches and memory maps, which are outside the Go heap
+//     (modernc's libc allocates with mmap) and so outside Go's soft limit;
+//   - Go's soft memory limit, which is what is left: near it the collector
+//     works harder, so garbage does not pile up;
+//   - the caches inside the Go heap (watch cache ring, object cache,
+//     served-JSON cache, list buffers) as fixed shares of it;
+//   - the watch bounds, at a conservative cost per watch.
+//
+// budgetFor is a pure function of the limit; its table test shows the
+// sizes at the usual limits. Flags that set a size themselves
+// (--max-watches, --max-watches-per-user) win over the budget.
+
+// Shares of the budget and their bounds.
+const (
+	// minMemoryLimit is the smallest --memory-limit accepted (other than
+	// 0): below it the fixed costs (Go runtime, SQLite schema and
+	// statements) leave the caches nothing.
+	minMemoryLimit = 32 << 20
+	// sqliteConns is the number of SQLite connections the store opens:
+	// the writer, the checkpointer and the read pool.
+	sqliteConns = 2 + store.DefaultReadConns
+	// maxSQLiteCache is SQLite's default page cache per connection
+	// (cache_size=-2000, in KiB), which larger budgets keep.
+	maxSQLiteCache = 2000 << 10
+	// minSQLiteCache keeps a small budget's caches useful: 64 pages.
+	minSQLiteCache = 256 << 10
+	// maxSQLiteMmap is the read connections' mmap_size before budgets: a
+	// 10k-object list reads as fast with it as with 256 MiB.
+	maxSQLiteMmap = 32 << 20
+	// watchBytesPerWatch is what --max-watches allows per watch: an idle
+	// watch costs 5-6 KiB over plain HTTP/1.1, about 29 KiB over HTTP/2
+	// and 69-75 KiB over HTTP/1.1 with TLS (README, Benchmarks), plus a
+	// share of its write batch (64 KiB) while it writes.
+	watchBytesPerWatch = 128 << 10
+	// defaultWatchCacheEventsPer128Mi is the watch cache ring's event
+	// count at a 128 MiB budget (store.DefaultWatchCacheEvents), scaled
+	// with the budget between minWatchCacheEvents and maxWatchCacheEvents.
+	minWatchCacheEvents = 1000
+	maxWatchCacheEvents = 100_000
+)
+
+// memoryBudget is what a --memory-limit sizes. Zero fields mean the
+// component's own default.
+type memoryBudget struct {
+	// GoLimit is the Go runtime's soft memory limit (0: none).
+	GoLimit int64
+	// SQLiteCacheBytes is each SQLite connection's page cache
+	// (cache_size), SQLiteMmapBytes the read connections' mmap_size.
+	SQLiteCacheBytes int
+	SQLiteMmapBytes  int
+	// WatchCacheEvents and WatchCacheBytes bound the watch cache ring.
+	WatchCacheEvents int
+	WatchCacheBytes  int
+	// ObjectCacheBytes bounds the store's object cache.
+	ObjectCacheBytes int
+	// ServedCacheBytes bounds the API's cache of converted custom
+	// resources' JSON.
+	ServedCacheBytes int
+	// ListBufferBytes is the size up to which a LIST is built in memory
+	// (larger ones are streamed in pages).
+	ListBufferBytes int
+	// MaxWatches and MaxWatchesPerUser are the defaults of --max-watches
+	// and --max-watches-per-user.
+	MaxWatches        int
+	MaxWatchesPerUser int
+}
+
+// budgetFor sizes the daemon for a memory limit of limit bytes. With
+// limit 0 (no limit) the caches are sized as for DefaultMemoryLimit and
+// the Go runtime gets no soft limit.
+//
+// The formulas, with B the limit:
+//
+//	SQLite page cache  B/64 per connection, 256 KiB to 2000 KiB (6 connections)
+//	SQLite mmap        B/4, at most 32 MiB
+//	Go soft limit      B − 6 × page cache − mmap
+//	watch cache        B/4 bytes; 10,000 events per 128 MiB (1,000 to 100,000)
+//	object cache       B/32
+//	served-JSON cache  B/8
+//	LIST buffer        B/32
+//	max watches        B/128 KiB, per user half of that
+func budgetFor(limit int64) memoryBudget {
+	b := limit
+	if b <= 0 {
+		b = DefaultMemoryLimit
+	}
+	sqliteCache := clamp(b/64, minSQLiteCache, maxSQLiteCache)
+	sqliteMmap := min(b/4, maxSQLiteMmap)
+	var goLimit int64
+	if limit > 0 {
+		goLimit = b - sqliteConns*sqliteCache - sqliteMmap
+	}
+	maxWatches := b / watchBytesPerWatch
+	return memoryBudget{
+		GoLimit:           goLimit,
+		SQLiteCacheBytes:  toInt(sqliteCache),
+		SQLiteMmapBytes:   toInt(sqliteMmap),
+		WatchCacheEvents:  toInt(clamp(store.DefaultWatchCacheEvents*b/(128<<20), minWatchCacheEvents, maxWatchCacheEvents)),
+		WatchCacheBytes:   toInt(b / 4),
+		ObjectCacheBytes:  toInt(b / 32),
+		ServedCacheBytes:  toInt(b / 8),
+		ListBufferBytes:   toInt(b / 32),
+		MaxWatches:        toInt(maxWatches),
+		MaxWatchesPerUser: toInt(maxWatches / 2),
+	}
+}
+
+func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
+
+// toInt converts a size to int, capped at 2 GiB - 1 so that it fits where
+// int is 32 bits (armv7).
+func toInt(v int64) int { return int(min(v, math.MaxInt32)) }

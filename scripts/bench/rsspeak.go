@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Peak RSS per workload. The daemon's --memory-limit is a budget for its
+// RSS: the Go soft limit and the caches are sized from it (daemon/budget.go),
+// and the README documents the margin the process may use beyond it (the
+// binary's pages and what SQLite allocates outside the Go heap). Every
+// workload run against the daemon this tool watches reports its peak RSS
+// and whether it stayed within limit + margin. Workloads that start their
+// own daemons (big, compaction) report their own RSS instead.
+
+// Defaults of the peak-RSS check.
+const (
+	// DefaultMemoryLimitMiB is the daemon's default --memory-limit.
+	DefaultMemoryLimitMiB = 128
+	// DefaultRSSMarginMiB is the documented margin over --memory-limit.
+	DefaultRSSMarginMiB = 32
+	// rssSampleInterval is how often the sampler reads VmRSS, for kernels
+	// where VmHWM cannot be reset.
+	rssSampleInterval = 20 * time.Millisecond
+)
+
+// rssPeak follows one process's RSS over a workload: it resets the
+// kernel's high-water mark (VmHWM, via /proc/PID/clear_refs) at the start
+// and also samples VmRSS, so the peak is right even where the reset is not
+// allowed.
+type rssPeak struct {
+	pid   int
+	reset bool // the VmHWM reset worked: VmHWM is the workload's own peak
+
+	mu   sync.Mutex // guards max
+	max  int64
+	stop chan struct{}
+	done chan struct{}
+}
+
+// startRSSPeak starts following pid; call end for the peak.
+func startRSSPeak(pid int) *rssPeak {
+	p := &rssPeak{pid: pid, stop: make(chan struct{}), done: make(chan struct{})}
+	// "5" resets the peak RSS (Linux ≥ 4.0, Documentation/filesystems/proc).
+	p.reset = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0) == nil
+	go p.sample()
+	return p
+}
+
+func (p *rssPeak) sample() {
+	defer close(p.done)
+	t := time.NewTicker(rssSampleInterval)
+	defer t.Stop()
+	for {
+		if v, err := rssBytes(p.pid); err == nil {
+			p.mu.Lock()
+			p.max = max(p.max, v)
+			p.mu.Unlock()
+		}
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// end stops sampling and returns the peak RSS in bytes since start (0 when
+// the process could not be read).
+func (p *rssPeak) end() int64 {
+	close(p.stop)
+	<-p.done
+	peak := p.max
+	if p.reset {
+		if hwm, err := procStatusKB(p.pid, "VmHWM:"); err == nil {
+			peak = max(peak, hwm)
+		}
+	}
+	return peak
+}
+
+// procStatusKB returns a "kB" field of /proc/<pid>/status in bytes.
+func procStatusKB(pid int, field string) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field); ok {
+			f := strings.Fields(rest)
+			if len(f) < 1 {
+				break
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
+}
+
+// rssCeilingMiB is the peak RSS a workload may reach: the daemon's memory
+// limit plus the margin, or 0 when the limit is off.
+func (c *config) rssCeilingMiB() float64 {
+	if c.memoryLimitMiB <= 0 {
+		return 0
+	}
+	return c.memoryLimitMiB + c.rssMarginMiB
+}
+
+// memoryLimitFromArgs returns the --memory-limit in daemonArgs in MiB, and
+// whether there is one. It understands the daemon's quantities (Ki, Mi, Gi
+// suffixes, or bytes).
+func memoryLimitFromArgs(args []string) (float64, bool, error) {
+	var v string
+	for i, a := range args {
+		if s, ok := strings.CutPrefix(a, "--memory-limit="); ok {
+			v = s
+		} else if a == "--memory-limit" && i+1 < len(args) {
+			v = args[i+1]
+		}
+	}
+	if v == "" {
+		return 0, false, nil
+	}
+	mul := 1.0
+	for _, u := range []struct {
+		suffix string
+		mul    float64
+	}{{"Ki", 1 << 10}, {"Mi", 1 << 20}, {"Gi", 1 << 30}} {
+		if s, ok := strings.CutSuffix(v, u.suffix); ok {
+			v, mul = s, u.mul
+			break
+		}
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, false, fmt.Errorf("parse --memory-limit in --daemon-args: %w", err)
+	}
+	return n * mul / (1 << 20), true, nil
+}
+
+// runWithRSSPeak runs one workload, and when the daemon's pid is known
+// adds its peak RSS over the workload as "rss-peak-NAME", against the
+// ceiling.
+func (b *bench) runWithRSSPeak(ctx context.Context, w workload) ([]Result, error) {
+	if b.pid <= 0 {
+		return w.run(ctx, b)
+	}
+	p := startRSSPeak(b.pid)
+	res, err := w.run(ctx, b)
+	peak := p.end()
+	if peak <= 0 {
+		return res, err
+	}
+	mib := float64(peak) / (1 << 20)
+	r := Result{Workload: "rss-peak-" + w.name, Value: mib, Unit: "MiB"}
+	if ceil := b.cfg.rssCeilingMiB(); ceil > 0 {
+		r.Target = fmt.Sprintf("≤%.0f MiB", ceil)
+		verdict := "within"
+		if mib > ceil {
+			verdict = "OVER"
+			b.report.RSSOver = append(b.report.RSSOver, fmt.Sprintf("%s: peak RSS %.1f MiB > limit %.0f + margin %.0f MiB", w.name, mib, b.cfg.memoryLimitMiB, b.cfg.rssMarginMiB))
+		}
+		r.note("%s limit %.0f MiB + margin %.0f MiB", verdict, b.cfg.memoryLimitMiB, b.cfg.rssMarginMiB)
+	}
+	if p.reset {
+		r.note("VmHWM reset at start, and VmRSS sampled every %s", rssSampleInterval)
+	} else {
+		r.note("VmRSS sampled every %s (VmHWM reset not allowed)", rssSampleInterval)
+	}
+	b.logResult(r)
+	return append(res, r), err
+}
+
+// withoutWatchBounds returns args with --max-watches 0 and
+// --max-watches-per-user 0 added unless args set them: the watch
+// workloads open 1,000 and 10,000 watches as one user, past the daemon's
+// default bounds (1,024 and 512 at 128 MiB), to measure fan-out and the
+// memory of idle watches.
+func withoutWatchBounds(args []string) []string {
+	out := args[:len(args):len(args)]
+	for _, flag := range []string{"--max-watches", "--max-watches-per-user"} {
+		set := false
+		for _, a := range args {
+			if a == flag || strings.HasPrefix(a, flag+"=") {
+				set = true
+			}
+		}
+		if !set {
+			out = append(out, flag, "0")
+		}
+	}
+	return out
+}

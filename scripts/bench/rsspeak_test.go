@@ -1,0 +1,68 @@
+package main
+
+import (
+	"os"
+	"reflect"
+	"testing"
+)
+
+func TestMemoryLimitFromArgs(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    float64
+		wantOK  bool
+		wantErr bool
+	}{
+		{args: nil},
+		{args: []string{"--debug-pprof", "127.0.0.1:6060"}},
+		{args: []string{"--memory-limit", "96Mi"}, want: 96, wantOK: true},
+		{args: []string{"--memory-limit=1Gi"}, want: 1024, wantOK: true},
+		{args: []string{"--memory-limit", "67108864"}, want: 64, wantOK: true},
+		{args: []string{"--memory-limit", "lots"}, wantErr: true},
+	}
+	for _, tt := range tests {
+		got, ok, err := memoryLimitFromArgs(tt.args)
+		if (err != nil) != tt.wantErr || ok != tt.wantOK || got != tt.want {
+			t.Errorf("memoryLimitFromArgs(%q) = %v, %v, %v; want %v, %v, error %v", tt.args, got, ok, err, tt.want, tt.wantOK, tt.wantErr)
+		}
+	}
+}
+
+func TestWithoutWatchBounds(t *testing.T) {
+	tests := []struct {
+		args, want []string
+	}{
+		{args: nil, want: []string{"--max-watches", "0", "--max-watches-per-user", "0"}},
+		{args: []string{"--max-watches", "5"}, want: []string{"--max-watches", "5", "--max-watches-per-user", "0"}},
+		{args: []string{"--max-watches-per-user=7", "--max-watches=3"}, want: []string{"--max-watches-per-user=7", "--max-watches=3"}},
+	}
+	for _, tt := range tests {
+		in := append([]string(nil), tt.args...)
+		if got := withoutWatchBounds(in); !reflect.DeepEqual(got, tt.want) && !(len(got) == 0 && len(tt.want) == 0) {
+			t.Errorf("withoutWatchBounds(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+		if !reflect.DeepEqual(in, tt.args) && !(len(in) == 0 && len(tt.args) == 0) {
+			t.Errorf("withoutWatchBounds changed its argument to %q", in)
+		}
+	}
+}
+
+// TestRSSPeak_End: the peak of this process over a stretch that allocates
+// and touches 32 MiB is at least that much above its RSS before.
+func TestRSSPeak_End(t *testing.T) {
+	pid := os.Getpid()
+	before, err := rssBytes(pid)
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	p := startRSSPeak(pid)
+	buf := make([]byte, 32<<20)
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 1
+	}
+	got := p.end()
+	if got < before+30<<20 {
+		t.Errorf("peak %d MiB, want at least %d MiB (before %d MiB + 32 MiB touched)", got>>20, (before+30<<20)>>20, before>>20)
+	}
+	buf[0] = 2 // keep buf alive until the peak is read
+}
