@@ -183,14 +183,19 @@ func (b *bench) runWithRSSPeak(ctx context.Context, w workload) ([]Result, error
 	return append(res, r), err
 }
 
-// withoutWatchBounds returns args with --max-watches 0 and
-// --max-watches-per-user 0 added unless args set them: the watch
-// workloads open 1,000 and 10,000 watches as one user, past the daemon's
-// default bounds (1,024 and 512 at 128 MiB), to measure fan-out and the
-// memory of idle watches.
+// benchBoundsLifted are the daemon's bounds the bench lifts unless
+// --daemon-args sets them: the watch workloads open 1,000 and 10,000
+// watches as one user, past the default watch bounds (1,024 and 512 at
+// 128 MiB), and watch-resume replays --bulk-objects (100,000) events from
+// the change log, which --compaction-max-rows (100,000, keeping the newest
+// half) would compact away during its fill.
+var benchBoundsLifted = []string{"--max-watches", "--max-watches-per-user", "--compaction-max-rows"}
+
+// withoutWatchBounds returns args with each of benchBoundsLifted set to 0
+// unless args set it.
 func withoutWatchBounds(args []string) []string {
 	out := args[:len(args):len(args)]
-	for _, flag := range []string{"--max-watches", "--max-watches-per-user"} {
+	for _, flag := range benchBoundsLifted {
 		set := false
 		for _, a := range args {
 			if a == flag || strings.HasPrefix(a, flag+"=") {

@@ -32,9 +32,9 @@ func TestWithoutWatchBounds(t *testing.T) {
 	tests := []struct {
 		args, want []string
 	}{
-		{args: nil, want: []string{"--max-watches", "0", "--max-watches-per-user", "0"}},
-		{args: []string{"--max-watches", "5"}, want: []string{"--max-watches", "5", "--max-watches-per-user", "0"}},
-		{args: []string{"--max-watches-per-user=7", "--max-watches=3"}, want: []string{"--max-watches-per-user=7", "--max-watches=3"}},
+		{args: nil, want: []string{"--max-watches", "0", "--max-watches-per-user", "0", "--compaction-max-rows", "0"}},
+		{args: []string{"--max-watches", "5"}, want: []string{"--max-watches", "5", "--max-watches-per-user", "0", "--compaction-max-rows", "0"}},
+		{args: []string{"--max-watches-per-user=7", "--max-watches=3", "--compaction-max-rows", "9"}, want: []string{"--max-watches-per-user=7", "--max-watches=3", "--compaction-max-rows", "9"}},
 	}
 	for _, tt := range tests {
 		in := append([]string(nil), tt.args...)
