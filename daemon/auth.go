@@ -120,7 +120,8 @@ func (d *daemon) connContext(ctx context.Context, c net.Conn) context.Context {
 // (right inside authentication) and the impersonated one (right inside
 // impersonation). Without it there is no audit filter at all.
 //
-// Right inside impersonation, as in kube-apiserver, is the max-in-flight
+// Outside authentication is the request deadline of --request-timeout
+// (withRequestDeadline). Right inside impersonation, as in kube-apiserver, is the max-in-flight
 // filter of --max-requests-inflight and --max-mutating-requests-inflight,
 // so that it counts the impersonated user.
 func (d *daemon) authenticated(h http.Handler) http.Handler {
@@ -157,6 +158,9 @@ func (d *daemon) authenticated(h http.Handler) http.Handler {
 			unauthorized.ServeHTTP(w, r)
 		}
 	})
+	// As in kube-apiserver, the request deadline is outside
+	// authentication and inside the audit filter.
+	chain = withRequestDeadline(chain, time.Duration(d.cfg.RequestTimeout), writeError)
 	if d.audit != nil {
 		chain = d.audit.WithAudit(chain)
 	}

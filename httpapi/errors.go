@@ -71,8 +71,9 @@ func errRequestEntityTooLarge(limit int64) *apierrors.StatusError {
 }
 
 // errRequestTimeout is kube-apiserver's 504 for a request that ran past
-// --request-timeout (filters.WithTimeoutForNonLongRunningRequests); here,
-// one whose body did not arrive in time.
+// --request-timeout (filters.WithTimeoutForNonLongRunningRequests): one
+// whose body did not arrive in time, or whose deadline passed while it was
+// served.
 func errRequestTimeout() *apierrors.StatusError {
 	return apierrors.NewTimeoutError("request did not complete within the allotted timeout", 0)
 }
@@ -104,7 +105,9 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 		return errQuotaExceeded()
 	case errors.Is(err, store.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded):
+		return errRequestTimeout() // the request's deadline (--request-timeout, ?timeout=)
+	case errors.Is(err, context.Canceled):
 		return apierrors.NewTimeoutError("request did not complete", 1)
 	}
 	return apierrors.NewInternalError(err)
