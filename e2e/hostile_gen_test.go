@@ -1182,6 +1182,7 @@ var hostileQueryValues = map[string][]string{
 	"resourceVersion":      {"abc", "-1", "99999999999999999999", "0", "", "1", "1.5", " 1", "0x10", "9223372036854775807", "-0"},
 	"resourceVersionMatch": {"Junk", "Exact", "NotOlderThan", "", "exact"},
 	"timeoutSeconds":       {"abc", "-5", "0", "1", "99999999999999999999", "1.5", ""},
+	"timeout":              {"abc", "-5s", "0", "1ns", "1h", "", "5", "9999999999h"},
 	"watch":                {"yes", "2", "true", "1", "false", "", "TRUE"},
 	"allowWatchBookmarks":  {"junk", "true", "1"},
 	"sendInitialEvents":    {"junk", "true", "false"},

@@ -102,8 +102,8 @@ func hostileSettings(t *testing.T) (seed uint64, n int, only []int) {
 // TestHostileClients sends many thousands of malformed requests, generated
 // from a logged seed, to a daemon that holds known data, and checks that
 //   - no answer is a 5xx (but the daemon's documented 504s: a body that
-//     did not arrive within --request-timeout, and a resourceVersion
-//     beyond the store's);
+//     did not arrive within --request-timeout, a request whose own
+//     ?timeout=1ns passed, and a resourceVersion beyond the store's);
 //   - no request goes unanswered for hostileHangGuard;
 //   - every 4xx below /api and /apis is a metav1.Status (JSON, YAML or
 //     Protobuf; JSON when the request accepts JSON or names nothing), with
@@ -706,6 +706,8 @@ func (run *hostileRun) check(r *hostileReq, res hostileResult) (problem, label s
 			return "", "504-rv-too-large" // the store has not reached the resourceVersion asked for
 		case err == nil && res.status == http.StatusGatewayTimeout && st.Reason == metav1.StatusReasonTimeout && r.slow:
 			return "", "504-body-timeout" // the body did not arrive within --request-timeout
+		case err == nil && res.status == http.StatusGatewayTimeout && st.Reason == metav1.StatusReasonTimeout && strings.Contains(r.target, "timeout=1ns"):
+			return "", "504-deadline" // the request's own deadline (?timeout=) passed
 		}
 		return fmt.Sprintf("server error %d: %.1000s", res.status, res.body), label
 	}
