@@ -81,6 +81,10 @@ type Config struct {
 	// transform.go.
 	Transformers func(resource string) Transformer
 
+	// offline is set by CompactOffline: no daemon serves the store, so
+	// compaction steps do not leave the writer to writes between them.
+	offline bool
+
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
 	beforeBatch func()
