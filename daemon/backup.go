@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -106,9 +104,11 @@ func runBackup(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
 	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon may be running")
 	socket := fs.String("unix-socket", "", "instead of reading the data dir, ask the running daemon at this Unix socket `path` (its --unix-socket) for the copy; needs a user RBAC lets get "+backupPath+" (root is system:masters)")
+	kubeconfigPath := fs.String("kubeconfig", "", "instead of reading the data dir, ask the running daemon for the copy over HTTPS as this kubeconfig `file` says (server, CA, client certificate or token), for example the data dir's kubeconfig; needs a user RBAC lets get "+backupPath+" (system:masters)")
+	contextName := fs.String("context", "", "with --kubeconfig, the kubeconfig's context to use (default its current-context)")
 	to := fs.String("to", "", "the backup `file` to write; it must not exist")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR | --unix-socket PATH] --to FILE\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR | --unix-socket PATH | --kubeconfig FILE] --to FILE\n\n"+
 			"Write a consistent copy of the database to FILE. The daemon may be running: the copy is\n"+
 			"read in one read transaction beside it, and its writes go on. FILE holds Secrets as they\n"+
 			"are stored (encrypted only if the daemon encrypts them): keep it as safe as the data dir.\n\nFlags:\n")
@@ -117,12 +117,25 @@ func runBackup(ctx context.Context, args []string) error {
 	if err := parseDataDirFlags(fs, args, map[string]*string{"to": to}); err != nil {
 		return err
 	}
-	if *socket != "" {
-		rev, size, err := backupFromSocket(ctx, *socket, *to)
+	if *socket != "" && *kubeconfigPath != "" {
+		err := errors.New("--unix-socket and --kubeconfig exclude each other")
+		fmt.Fprintf(fs.Output(), "%v\n", err)
+		return usageError{err}
+	}
+	if *socket != "" || *kubeconfigPath != "" {
+		target, where := socketTarget(*socket), *socket
+		if *kubeconfigPath != "" {
+			var err error
+			if target, err = kubeconfigTarget(*kubeconfigPath, *contextName); err != nil {
+				return err
+			}
+			where = target.base
+		}
+		rev, size, err := fetchBackup(ctx, target, *to)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("backed up revision %d (%d bytes) from the daemon at %s to %s\n", rev, size, *socket, *to)
+		fmt.Printf("backed up revision %d (%d bytes) from the daemon at %s to %s\n", rev, size, where, *to)
 		return nil
 	}
 	rev, err := store.Backup(ctx, filepath.Join(*dataDir, dbFileName), *to)
@@ -131,59 +144,6 @@ func runBackup(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("backed up revision %d to %s\n", rev, *to)
 	return nil
-}
-
-// backupFromSocket fetches backupPath from the daemon at the Unix socket
-// and writes it to the new file to (through to.partial, synced, then
-// renamed).
-func backupFromSocket(ctx context.Context, socket, to string) (rev, size int64, err error) {
-	if _, err := os.Lstat(to); err == nil {
-		return 0, 0, fmt.Errorf("back up: %s already exists", to)
-	}
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://edgeapi"+backupPath, nil)
-	if err != nil {
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, 0, fmt.Errorf("back up: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	rev, _ = strconv.ParseInt(resp.Header.Get("X-Edgeapi-Revision"), 10, 64)
-	tmp := to + ".partial"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	size, err = io.Copy(f, resp.Body)
-	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
-		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, to)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	return rev, size, nil
 }
 
 // defaultRevisionBump is restore's default --bump-revision.
