@@ -240,6 +240,13 @@ func (d *daemon) backupHandler() http.Handler {
 		defer os.RemoveAll(dir)
 		path := filepath.Join(dir, "edgeapi.backup")
 		rev, err := d.db.Backup(r.Context(), path)
+		if errors.Is(err, store.ErrBackupAborted) {
+			// The WAL or the disk reached its bound while the copy
+			// ran: a state that passes, as a 503 says.
+			w.Header().Set("Retry-After", "10")
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if err != nil {
 			d.log.Error("back up", zap.Error(err))
 			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
