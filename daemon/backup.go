@@ -102,16 +102,19 @@ func runCheck(ctx context.Context, args []string) error {
 // --unix-socket, fetched from the running daemon's backup endpoint.
 func runBackup(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon may be running")
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon may be running, and then the copy is asked of it with the data dir's kubeconfig")
+	direct := fs.Bool("direct", false, "with --data-dir and a running daemon, read the database file beside it instead of asking it: a reader the daemon does not know of, whose snapshot keeps the WAL growing (without bound) until the copy ends")
 	socket := fs.String("unix-socket", "", "instead of reading the data dir, ask the running daemon at this Unix socket `path` (its --unix-socket) for the copy; needs a user RBAC lets get "+backupPath+" (root is system:masters)")
-	kubeconfigPath := fs.String("kubeconfig", "", "instead of reading the data dir, ask the running daemon for the copy over HTTPS as this kubeconfig `file` says (server, CA, client certificate or token), for example the data dir's kubeconfig; needs a user RBAC lets get "+backupPath+" (system:masters)")
+	kubeconfigPath := fs.String("kubeconfig", "", "instead of reading the data dir, ask the running daemon for the copy over HTTPS as this kubeconfig `file` says (server, CA, client certificate or token); needs a user RBAC lets get "+backupPath+" (system:masters)")
 	contextName := fs.String("context", "", "with --kubeconfig, the kubeconfig's context to use (default its current-context)")
 	to := fs.String("to", "", "the backup `file` to write; it must not exist")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR | --unix-socket PATH | --kubeconfig FILE] --to FILE\n\n"+
-			"Write a consistent copy of the database to FILE. The daemon may be running: the copy is\n"+
-			"read in one read transaction beside it, and its writes go on. FILE holds Secrets as they\n"+
-			"are stored (encrypted only if the daemon encrypts them): keep it as safe as the data dir.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR [--direct] | --unix-socket PATH | --kubeconfig FILE] --to FILE\n\n"+
+			"Write a consistent copy of the database to FILE. The daemon may be running: with --data-dir\n"+
+			"the copy is then asked of it over HTTPS with DIR/kubeconfig (as with --kubeconfig), and the\n"+
+			"daemon bounds the WAL's growth while it copies; a stopped data dir is read directly. Writes\n"+
+			"go on meanwhile. FILE holds Secrets as they are stored (encrypted only if the daemon\n"+
+			"encrypts them): keep it as safe as the data dir.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseDataDirFlags(fs, args, map[string]*string{"to": to}); err != nil {
@@ -122,15 +125,7 @@ func runBackup(ctx context.Context, args []string) error {
 		fmt.Fprintf(fs.Output(), "%v\n", err)
 		return usageError{err}
 	}
-	if *socket != "" || *kubeconfigPath != "" {
-		target, where := socketTarget(*socket), *socket
-		if *kubeconfigPath != "" {
-			var err error
-			if target, err = kubeconfigTarget(*kubeconfigPath, *contextName); err != nil {
-				return err
-			}
-			where = target.base
-		}
+	fetch := func(target apiTarget, where string) error {
 		rev, size, err := fetchBackup(ctx, target, *to)
 		if err != nil {
 			return err
@@ -138,12 +133,47 @@ func runBackup(ctx context.Context, args []string) error {
 		fmt.Printf("backed up revision %d (%d bytes) from the daemon at %s to %s\n", rev, size, where, *to)
 		return nil
 	}
+	switch {
+	case *socket != "":
+		return fetch(socketTarget(*socket), *socket)
+	case *kubeconfigPath != "":
+		target, err := kubeconfigTarget(*kubeconfigPath, *contextName)
+		if err != nil {
+			return err
+		}
+		return fetch(target, target.base)
+	}
+	if !*direct && daemonRunning(*dataDir) {
+		kc := filepath.Join(*dataDir, kubeconfigFileName)
+		target, err := kubeconfigTarget(kc, "")
+		if err == nil {
+			err = fetch(target, target.base)
+			var se *backupStatusError
+			if err == nil || errors.As(err, &se) {
+				return err // the daemon answered
+			}
+		}
+		fmt.Fprintf(os.Stderr, "edgeapi backup: cannot ask the running daemon with %s (%v); reading the database beside it\n", kc, err)
+	}
 	rev, err := store.Backup(ctx, filepath.Join(*dataDir, dbFileName), *to)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("backed up revision %d to %s\n", rev, *to)
 	return nil
+}
+
+// daemonRunning reports whether a daemon holds the data dir's lock.
+func daemonRunning(dataDir string) bool {
+	if _, err := os.Stat(filepath.Join(dataDir, "edgeapi.lock")); err != nil {
+		return false
+	}
+	unlock, err := lockDataDir(dataDir)
+	if err != nil {
+		return true
+	}
+	unlock()
+	return false
 }
 
 // defaultRevisionBump is restore's default --bump-revision.

@@ -203,7 +203,7 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, 0, fmt.Errorf("back up: %s: %s", resp.Status, statusMessage(msg))
+		return 0, 0, &backupStatusError{status: resp.Status, msg: statusMessage(msg)}
 	}
 	rev, _ = strconv.ParseInt(resp.Header.Get("X-Edgeapi-Revision"), 10, 64)
 	tmp := to + ".partial"
@@ -231,6 +231,11 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 	}
 	return rev, size, nil
 }
+
+// backupStatusError is fetchBackup's error for an answer other than 200.
+type backupStatusError struct{ status, msg string }
+
+func (e *backupStatusError) Error() string { return "back up: " + e.status + ": " + e.msg }
 
 // statusMessage returns the message of a metav1.Status body, or the body
 // itself.

@@ -39,7 +39,7 @@ const (
 //     writes' latency (the "before" baseline);
 //   - takes a backup through the daemon (GET /debug/edgeapi/backup,
 //     which `edgeapi backup --kubeconfig` and `--unix-socket` use);
-//   - takes one beside it (`edgeapi backup --data-dir`: a reader the
+//   - takes one beside it (`edgeapi backup --data-dir --direct`: a reader the
 //     daemon does not know of).
 //
 // For each backup it reports its time, its size, the longest write (p100)
@@ -120,9 +120,9 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 		{"endpoint", "GET " + "/debug/edgeapi/backup (inside the daemon, as edgeapi backup --kubeconfig/--unix-socket)", func(ctx context.Context) (string, int64, error) {
 			return target.backupOverHTTP(ctx, endpointFile)
 		}},
-		{"beside", "edgeapi backup --data-dir (a reader in another process)", func(ctx context.Context) (string, int64, error) {
+		{"beside", "edgeapi backup --data-dir --direct (a reader in another process)", func(ctx context.Context) (string, int64, error) {
 			to := filepath.Join(dir, "beside.backup")
-			o, err := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--to", to).CombinedOutput()
+			o, err := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--direct", "--to", to).CombinedOutput()
 			if err != nil {
 				return "", 0, fmt.Errorf("edgeapi backup: %w: %s", err, o)
 			}
@@ -142,7 +142,7 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 			Errors: w.failed, ErrSample: w.sample}
 		ds, bs := w.during.summary(), w.beforeH.summary()
 		r.Latency = &ds
-		r.note("%s: %.1f MiB; %s", k.desc, float64(w.size)/(1<<20), w.out)
+		r.note("%s: took %s, %.1f MiB; %s", k.desc, w.took.Round(time.Millisecond), float64(w.size)/(1<<20), w.out)
 		r.note("longest write during it %s (p99 %s, %d creates, %.0f/s); in the %s before: max %s, p99 %s (%d creates, %.0f/s)",
 			fmtMS(ds.MaxMS), fmtMS(ds.P99MS), w.during.n, float64(w.during.n)/w.took.Seconds(),
 			backupLead, fmtMS(bs.MaxMS), fmtMS(bs.P99MS), w.beforeH.n, float64(w.beforeH.n)/backupLead.Seconds())
