@@ -65,6 +65,8 @@ func Backup(ctx context.Context, path, to string) (rev int64, err error) {
 // or the file system has less than the space reserve (Config.ReserveBytes,
 // at least minFreeBytes) left. Retrying when writes are quieter helps.
 func (db *DB) Backup(ctx context.Context, to string) (rev int64, err error) {
+	db.backups.Add(1)
+	defer db.backups.Add(-1)
 	if err := db.readers.enter(ctx); err != nil {
 		return 0, err
 	}

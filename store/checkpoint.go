@@ -70,6 +70,13 @@ var checkpointPages = 256
 // is itself slow). A var so tests can change it.
 var walRestartPages = 8192
 
+// walForcePages is how many frames the WAL may hold before a reset no
+// longer waits for a natural pause in reads: past it, the checkpointer
+// holds new reads back at once and gives the reads in flight
+// readerDrainTimeout to end (see resetWAL). 128 MiB at 4 KiB pages, four
+// times walRestartPages. A var so tests can change it.
+var walForcePages = 4 * 8192
+
 // writeBackPages is how many pages a checkpoint must have copied for the
 // checkpointer to write them back a window at a time before it fsyncs
 // them (see passiveCheckpoint).
@@ -83,6 +90,11 @@ const (
 	// writerParkTimeout bounds the wait for the writer to finish its
 	// batch or job and take the reset.
 	writerParkTimeout = 100 * time.Millisecond
+	// readerDrainTimeout bounds the wait of a forced reset (a WAL past
+	// walForcePages) for the reads in flight to end; new reads wait
+	// meanwhile, so it is also the longest they are held back for it
+	// (plus the reset itself).
+	readerDrainTimeout = 100 * time.Millisecond
 	// checkpointBusyTimeout is how long a checkpoint on the checkpointer's
 	// connection waits for a lock (only a RESTART checkpoint waits): a
 	// safety net, since no reader or writer should be in its way.
@@ -131,7 +143,7 @@ func (db *DB) checkpoint(ctx context.Context) error {
 	if err != nil || res.busy || res.logFrames < walRestartPages {
 		return err
 	}
-	return db.resetWAL(ctx)
+	return db.resetWAL(ctx, res.logFrames >= walForcePages && db.backups.Load() == 0)
 }
 
 // passiveCheckpoint runs a PASSIVE checkpoint on the checkpointer's
@@ -175,13 +187,29 @@ func (db *DB) passiveCheckpoint(ctx context.Context) (checkpointResult, error) {
 // readerGapTimeout, or the writer does not take the job within
 // writerParkTimeout, it gives up without error: the next checkpoint tries
 // again.
-func (db *DB) resetWAL(ctx context.Context) error {
+//
+// Reads that always overlap (a steady stream of paged lists, say) would
+// put the reset off for good and let the WAL grow without bound. So once
+// the WAL holds walForcePages frames, force is set: the reset holds new
+// reads back at once and waits readerDrainTimeout for those in flight to
+// end (the daemon's read transactions are short: a page of a list, a
+// change-log read). A backup inside the daemon is the exception, a read
+// that lasts seconds: while one runs, force is not set (DB.Backup bounds
+// the WAL's growth itself).
+func (db *DB) resetWAL(ctx context.Context, force bool) error {
 	// A compaction step writes hundreds of frames, which the paused
 	// writer would have to copy: let the one under way end, and hold the
 	// next back until the reset is done.
 	db.compactionSteps.Lock()
 	defer db.compactionSteps.Unlock()
-	release, ok := db.readers.hold(ctx, readerGapTimeout)
+	hold := db.readers.hold
+	if force {
+		hold = func(ctx context.Context, _ time.Duration) (func(), bool) {
+			return db.readers.drain(ctx, readerDrainTimeout)
+		}
+		db.stats.walResetsForced.Add(1)
+	}
+	release, ok := hold(ctx, readerGapTimeout)
 	if !ok {
 		db.stats.walResetsDeferred.Add(1)
 		return nil
@@ -267,7 +295,9 @@ func (g *readGate) leave() {
 	g.mu.Lock()
 	g.active--
 	if g.active == 0 && g.want != nil {
-		g.closed = make(chan struct{})
+		if g.closed == nil { // drain closed it already
+			g.closed = make(chan struct{})
+		}
 		close(g.want)
 		g.want = nil
 	}
@@ -311,6 +341,51 @@ func (g *readGate) hold(ctx context.Context, timeout time.Duration) (release fun
 		return nil, false
 	}
 	return release, true // the gate closed just now
+}
+
+// drain closes the gate at once, so that new read transactions wait, and
+// waits until those in flight have ended; it returns ok and a release func
+// that opens the gate again, as hold does. If they have not ended within
+// timeout (or before ctx ends), it opens the gate and returns false.
+func (g *readGate) drain(ctx context.Context, timeout time.Duration) (release func(), ok bool) {
+	g.mu.Lock()
+	if g.closed != nil || g.want != nil { // only the checkpointer closes it
+		g.mu.Unlock()
+		return nil, false
+	}
+	closed := make(chan struct{})
+	g.closed = closed
+	release = func() {
+		g.mu.Lock()
+		g.closed = nil
+		g.mu.Unlock()
+		close(closed)
+	}
+	if g.active == 0 {
+		g.mu.Unlock()
+		return release, true
+	}
+	want := make(chan struct{})
+	g.want = want
+	g.mu.Unlock()
+
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-want:
+		return release, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if g.want != want {
+		g.mu.Unlock()
+		return release, true // the last read ended just now
+	}
+	g.want = nil
+	g.mu.Unlock()
+	release()
+	return nil, false
 }
 
 // checkpointResult is what PRAGMA wal_checkpoint reports.

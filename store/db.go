@@ -169,6 +169,10 @@ type DB struct {
 	// compactWake (capacity 1) wakes RunCompactor when a commit takes the
 	// change log past Config.MaxChangeLogRows.
 	compactWake chan struct{}
+	// backups counts the backups in flight inside the daemon (DB.Backup),
+	// read transactions that last seconds: the checkpointer does not
+	// force a WAL reset past them.
+	backups atomic.Int32
 	// overQuota is the over-quota state (see quota.go) and usedBytes the
 	// database's pages in use, in bytes, at the writer's last measure;
 	// only the writer stores them.
@@ -225,6 +229,7 @@ type stats struct {
 	checkpoints       atomic.Int64
 	walResets         atomic.Int64
 	walResetsDeferred atomic.Int64
+	walResetsForced   atomic.Int64
 	noSpaceEntered    atomic.Int64
 	sizeCompactions   atomic.Int64
 	quotaExceeded     atomic.Int64
@@ -254,6 +259,10 @@ type Stats struct {
 	Checkpoints       int64
 	WALResets         int64
 	WALResetsDeferred int64
+	// WALResetsForced counts the resets tried with reads held back at
+	// once, because the WAL had grown past walForcePages frames while
+	// overlapping reads put the normal ones off.
+	WALResetsForced int64
 	// NoSpace reports the no-space state: the file system holding the
 	// database filled up, and creates and updates fail with ErrNoSpace
 	// until space is freed. NoSpaceEntered counts the times the store
@@ -519,6 +528,7 @@ func (db *DB) Stats() Stats {
 		Checkpoints:       db.stats.checkpoints.Load(),
 		WALResets:         db.stats.walResets.Load(),
 		WALResetsDeferred: db.stats.walResetsDeferred.Load(),
+		WALResetsForced:   db.stats.walResetsForced.Load(),
 		NoSpace:           db.noSpace.Load(),
 		NoSpaceEntered:    db.stats.noSpaceEntered.Load(),
 		SizeCompactions:   db.stats.sizeCompactions.Load(),
