@@ -82,11 +82,13 @@ var walForcePages = 4 * 8192
 // them (see passiveCheckpoint).
 const writeBackPages = 512
 
+// readerGapTimeout bounds the wait of a WAL reset for a moment when no
+// read transaction is in flight. Reads do not wait meanwhile. A var so
+// tests can shorten it.
+var readerGapTimeout = 250 * time.Millisecond
+
 // Timeouts of a WAL reset.
 const (
-	// readerGapTimeout bounds the wait for a moment when no read
-	// transaction is in flight. Reads do not wait meanwhile.
-	readerGapTimeout = 250 * time.Millisecond
 	// writerParkTimeout bounds the wait for the writer to finish its
 	// batch or job and take the reset.
 	writerParkTimeout = 100 * time.Millisecond
