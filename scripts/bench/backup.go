@@ -146,7 +146,7 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 		r.note("longest write during it %s (p99 %s, %d creates, %.0f/s); in the %s before: max %s, p99 %s (%d creates, %.0f/s)",
 			fmtMS(ds.MaxMS), fmtMS(ds.P99MS), w.during.n, float64(w.during.n)/w.took.Seconds(),
 			backupLead, fmtMS(bs.MaxMS), fmtMS(bs.P99MS), w.beforeH.n, float64(w.beforeH.n)/backupLead.Seconds())
-		r.note("WAL file at most %.1f MiB during it (%.1f MiB before); %d checkpoints, %d WAL resets, %d put off",
+		r.note("WAL file at most %.1f MiB during it (%.1f MiB before); over the lead, the backup and the tail: %d checkpoints, %d WAL resets, %d put off",
 			float64(w.maxWAL)/(1<<20), float64(w.maxWALBefore)/(1<<20),
 			w.after.Checkpoints-w.before.Checkpoints, w.after.WALResets-w.before.WALResets, w.after.WALResetsDeferred-w.before.WALResetsDeferred)
 		b.logResult(r)
