@@ -235,26 +235,28 @@ func noSpaceStats(t *testing.T, d *Daemon) (s struct {
 //   - every acknowledged write is there, and no refused one changed
 //     anything;
 //   - stopped on the full disk, the data dir passes `edgeapi check`, and
-//     the daemon starts again there (with the test's 4 MiB of slack freed,
-//     see below; TestDiskFull restarts with no room at all) and serves
-//     the same state, and the writers fill the disk again until refused;
+//     the daemon starts again there (with the test's 12 MiB of slack
+//     freed, see below; TestDiskFull restarts with no room at all) and
+//     serves the same state, and the writers fill the disk again until
+//     refused;
 //   - once the file system is made larger (remount), writes succeed again
 //     with no restart, and the state after a last stop passes `edgeapi
 //     check` and restarts with every acknowledged write.
 func TestENOSPC(t *testing.T) {
 	t.Parallel()
 	const ns = "enospc"
-	mnt := mountTmpfs(t, 32<<20)
+	mnt := mountTmpfs(t, 40<<20)
 	dataDir := filepath.Join(mnt, "data")
 	// The harness removes the kubeconfig it waits for before each start,
 	// which a real data dir keeps (the daemon overwrites it in place on
-	// a full disk, and starts without one if it cannot). slack, removed
-	// before the restart on the full disk, leaves room for the new one
-	// beside the store's own start (which resumes the compaction the
-	// space monitor scheduled): 4 MiB, less than the store wants free
-	// before it accepts creates again (twice the 2 MiB reserve).
+	// a full disk, and starts without one if it cannot: then the harness
+	// would wait for it in vain). slack, removed before the restart
+	// after the stop on the full disk, leaves room for the new one
+	// beside what the store's start takes: opening a database whose last
+	// checkpoint failed for space took 4 MiB in one run. TestDiskFull
+	// restarts with no room at all.
 	slack := filepath.Join(mnt, "slack")
-	if err := os.WriteFile(slack, make([]byte, 4<<20), 0o600); err != nil {
+	if err := os.WriteFile(slack, make([]byte, 12<<20), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	opts := DaemonOptions{DataDir: dataDir, Args: []string{"--disk-reserve", "2Mi"}}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	_ "modernc.org/sqlite" // the foreign reader of the snapshot window
 )
 
 // Defaults of the backup workload.
@@ -27,6 +30,9 @@ const (
 	// backupPoll is how often the WAL's size is read from the daemon's
 	// statistics while the writers run.
 	backupPoll = 20 * time.Millisecond
+	// backupSnapshotHold is how long the foreign reader of the snapshot
+	// window holds its snapshot.
+	backupSnapshotHold = 10 * time.Second
 	// DefaultBackupTimeout bounds the whole workload.
 	DefaultBackupTimeout = 30 * time.Minute
 )
@@ -152,6 +158,22 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 		b.logResult(r)
 		out = append(out, r)
 	}
+
+	// The worst case the daemon does not control: a reader in another
+	// process holding one snapshot for backupSnapshotHold.
+	sw := target.backupWindow(ctx, "snapshot", func(ctx context.Context) (string, int64, error) {
+		return holdSnapshot(ctx, filepath.Join(dataDir, "edgeapi.db"), backupSnapshotHold)
+	})
+	if sw.err != nil {
+		return out, fmt.Errorf("snapshot: %w", sw.err)
+	}
+	r = Result{Workload: "backup-snapshot-wal", Value: float64(sw.maxWAL) / (1 << 20), Unit: "MiB"}
+	r.note("a foreign reader held one snapshot for %s under the create-64 load (%d creates, %.0f/s, longest %s): WAL file at most %.1f MiB (%.1f MiB before), %.1f MiB/s of snapshot; %d resets put off",
+		sw.took.Round(time.Millisecond), sw.during.n, float64(sw.during.n)/sw.took.Seconds(), fmtMS(sw.during.summary().MaxMS),
+		float64(sw.maxWAL)/(1<<20), float64(sw.maxWALBefore)/(1<<20), float64(max(sw.maxWAL-sw.maxWALBefore, 0))/(1<<20)/sw.took.Seconds(),
+		sw.after.WALResetsDeferred-sw.before.WALResetsDeferred)
+	b.logResult(r)
+	out = append(out, r)
 
 	// Offline: check, restore, check.
 	if err := d.stop(); err != nil {
@@ -305,6 +327,28 @@ func (b *bench) backupWindow(ctx context.Context, name string, action func(ctx c
 		}
 	}
 	return res
+}
+
+// holdSnapshot opens the database at path as another process's reader
+// would (sqlite3, a replicator), reads in one transaction and keeps it open
+// for d: the WAL cannot be reset behind that snapshot.
+func holdSnapshot(ctx context.Context, path string, d time.Duration) (string, int64, error) {
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=query_only(1)")
+	if err != nil {
+		return "", 0, err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return "", 0, err
+	}
+	defer tx.Rollback() //nolint:errcheck
+	var n int64
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM objects").Scan(&n); err != nil {
+		return "", 0, err
+	}
+	settle(ctx, d)
+	return fmt.Sprintf("%d objects in the snapshot", n), 0, nil
 }
 
 // backupOverHTTP saves the daemon's backup endpoint's answer to the file
