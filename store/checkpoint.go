@@ -145,7 +145,15 @@ func (db *DB) checkpoint(ctx context.Context) error {
 	if err != nil || res.busy || res.logFrames < walRestartPages {
 		return err
 	}
-	return db.resetWAL(ctx, res.logFrames >= walForcePages && db.backups.Load() == 0)
+	force := res.logFrames >= max(walForcePages, db.nextForceFrames) && db.backups.Load() == 0
+	busy, err := db.resetWAL(ctx, force)
+	switch {
+	case force && busy:
+		db.nextForceFrames = res.logFrames + walForcePages
+	case !busy && err == nil:
+		db.nextForceFrames = 0
+	}
+	return err
 }
 
 // passiveCheckpoint runs a PASSIVE checkpoint on the checkpointer's
@@ -198,7 +206,10 @@ func (db *DB) passiveCheckpoint(ctx context.Context) (checkpointResult, error) {
 // change-log read). A backup inside the daemon is the exception, a read
 // that lasts seconds: while one runs, force is not set (DB.Backup bounds
 // the WAL's growth itself).
-func (db *DB) resetWAL(ctx context.Context, force bool) error {
+//
+// It reports busy when SQLite's RESTART checkpoint found a reader in its
+// way: one the read gate does not count, in another process.
+func (db *DB) resetWAL(ctx context.Context, force bool) (busy bool, err error) {
 	// A compaction step writes hundreds of frames, which the paused
 	// writer would have to copy: let the one under way end, and hold the
 	// next back until the reset is done.
@@ -214,7 +225,7 @@ func (db *DB) resetWAL(ctx context.Context, force bool) error {
 	release, ok := hold(ctx, readerGapTimeout)
 	if !ok {
 		db.stats.walResetsDeferred.Add(1)
-		return nil
+		return false, nil
 	}
 	defer release()
 	// With no reader in the way the first pass copies every frame, and
@@ -225,7 +236,7 @@ func (db *DB) resetWAL(ctx context.Context, force bool) error {
 	// vacuum, up to 49 ms for 64 pages, on ext4 mounted with discard).
 	for range 2 {
 		if _, err := db.passiveCheckpoint(ctx); err != nil {
-			return err
+			return false, err
 		}
 	}
 	parkCtx, cancel := context.WithTimeout(ctx, writerParkTimeout)
@@ -234,12 +245,13 @@ func (db *DB) resetWAL(ctx context.Context, force bool) error {
 	// while the checkpointer waits for it: the writer connection is idle
 	// between batches, so the checkpoint does not wait for it, and the
 	// checkpointer's short busy timeout applies.
-	err := db.runOnWriter(parkCtx, func(ctx context.Context, _ *sql.Conn) error {
+	err = db.runOnWriter(parkCtx, func(ctx context.Context, _ *sql.Conn) error {
 		res, err := walCheckpoint(ctx, db.ckptConn, "RESTART")
 		switch {
 		case err != nil:
 			return err
 		case res.busy:
+			busy = true
 			db.stats.walResetsDeferred.Add(1)
 		default:
 			db.stats.walResets.Add(1)
@@ -248,9 +260,9 @@ func (db *DB) resetWAL(ctx context.Context, force bool) error {
 	})
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		db.stats.walResetsDeferred.Add(1)
-		return nil
+		return false, nil
 	}
-	return err
+	return busy, err
 }
 
 // readGate counts the read transactions in flight, so that the

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"strings"
@@ -111,4 +112,58 @@ func TestReadGate_drain(t *testing.T) {
 	}
 	g.leave()
 	g.leave()
+}
+
+// TestDB_Checkpointer_foreignSnapshot holds a read snapshot on a
+// connection of its own, as another process would, which no reset can
+// pass: forced resets, which hold the daemon's reads back, are then tried
+// once per walForcePages frames, not at every checkpoint.
+func TestDB_Checkpointer_foreignSnapshot(t *testing.T) {
+	withCheckpointThresholds(t, 16, 64)
+	oldForce, oldGap := walForcePages, readerGapTimeout
+	walForcePages, readerGapTimeout = 256, 20*time.Millisecond
+	t.Cleanup(func() { walForcePages, readerGapTimeout = oldForce, oldGap })
+
+	path := t.TempDir() + "/state.db"
+	db := openTestPath(t, path)
+	ctx := context.Background()
+	pad := strings.Repeat("x", 3000)
+	mustCreate(t, db, key("seed", "0"), pad)
+
+	d, err := dsn(path, "busy_timeout(5000)", "query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign, err := sql.Open("sqlite", d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer foreign.Close()
+	tx, err := foreign.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM objects").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		k := key("w", fmt.Sprint(i))
+		if _, err := db.Create(ctx, k, "u", obj(k.Namespace, k.Name, pad)); err != nil {
+			t.Fatalf("create %v: %v", k, err)
+		}
+	}
+	// The checkpointer runs behind the writes: let it catch up.
+	time.Sleep(200 * time.Millisecond)
+	_ = tx.Rollback()
+	st := db.Stats()
+	frames := st.WALBytes / (4096 + 24)
+	if want := frames/int64(walForcePages) + 1; st.WALResetsForced > want || st.WALResetsForced == 0 {
+		t.Errorf("%d forced resets behind a foreign snapshot with %d WAL frames; want 1 to %d (one per %d frames)",
+			st.WALResetsForced, frames, want, walForcePages)
+	}
+	if st.WALResets != 0 {
+		t.Errorf("%d WAL resets behind a foreign snapshot, want 0", st.WALResets)
+	}
+	t.Logf("%d WAL frames, %d forced resets tried, %d checkpoints, %d put off", frames, st.WALResetsForced, st.Checkpoints, st.WALResetsDeferred)
 }

@@ -149,6 +149,12 @@ type DB struct {
 	// after the checkpointer's last checkpoint; only the checkpointer
 	// uses it.
 	ckptBackfilled int
+	// nextForceFrames is the WAL size, in frames, below which no reset is
+	// forced: after a forced reset that a reader outside the daemon kept
+	// from finishing, another walForcePages frames, so that such a
+	// reader does not make every checkpoint hold the daemon's reads back
+	// in vain. Only the checkpointer uses it.
+	nextForceFrames int
 	// compactionSteps is held for reading by each compaction step and for
 	// writing by the checkpointer while it resets the WAL. Lock order:
 	// compactionSteps before readers.
