@@ -16,7 +16,7 @@ var errKubeconfigNoSpace = errors.New("no space left on the file system for a ne
 
 // writeKubeconfigFile writes the kubeconfig kc to path at start. The
 // daemon must start on a full disk too (it serves reads and deletes
-// there), so a file that already holds kc is left alone, and when the
+// there), so a file that already holds kc (mode 0600) is left alone, and when the
 // file system has no room for the atomic write's temporary file (ENOSPC)
 // the existing file is overwritten in place: truncating it frees the
 // blocks the new contents, about as long, take again. A start that dies
@@ -24,8 +24,10 @@ var errKubeconfigNoSpace = errors.New("no space left on the file system for a ne
 // writes again. With no file to reuse it returns errKubeconfigNoSpace,
 // and the caller starts without it.
 func writeKubeconfigFile(path string, kc []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, kc) {
-		return nil
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() == 0o600 {
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, kc) {
+			return nil
+		}
 	}
 	err := pki.WriteFileAtomic(path, kc, 0o600)
 	if !errors.Is(err, syscall.ENOSPC) {
