@@ -17,6 +17,8 @@ import (
 
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // This file is the client side of `edgeapi backup --kubeconfig` and
@@ -212,7 +214,7 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 	if err != nil {
 		return 0, 0, fmt.Errorf("back up: %w", err)
 	}
-	size, err = io.Copy(f, resp.Body)
+	size, err = copyWritingBack(f, resp.Body)
 	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
 		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
 	}
@@ -230,6 +232,33 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 		return 0, 0, fmt.Errorf("back up: %w", err)
 	}
 	return rev, size, nil
+}
+
+// copyWritingBack copies r to f, handing what it wrote to the disk every
+// few megabytes (store.WriteBackFrom) rather than leaving it all to the
+// final fsync: a copy the size of the database, synced at once, made the
+// daemon's commits on the same file system wait behind it.
+func copyWritingBack(f *os.File, r io.Reader) (int64, error) {
+	buf := make([]byte, 1<<20)
+	var n, synced int64
+	for {
+		m, rerr := r.Read(buf)
+		if m > 0 {
+			if _, err := f.Write(buf[:m]); err != nil {
+				return n, err
+			}
+			n += int64(m)
+			if n-synced >= 8<<20 {
+				synced = store.WriteBackFrom(f, synced)
+			}
+		}
+		if rerr == io.EOF {
+			return n, nil
+		}
+		if rerr != nil {
+			return n, rerr
+		}
+	}
 }
 
 // backupStatusError is fetchBackup's error for an answer other than 200.

@@ -133,7 +133,10 @@ func backupOn(ctx context.Context, conn *sql.Conn, to string) (int64, error) {
 	// backup; the rename makes it appear whole.
 	tmp := to + ".partial"
 	_ = os.Remove(tmp)
-	if _, err := conn.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
+	stopWriteBack := writeBackWhileWritten(tmp)
+	_, err := conn.ExecContext(ctx, "VACUUM INTO ?", tmp)
+	stopWriteBack()
+	if err != nil {
 		_ = os.Remove(tmp)
 		return 0, fmt.Errorf("back up: %w", err)
 	}
@@ -152,6 +155,51 @@ func backupOn(ctx context.Context, conn *sql.Conn, to string) (int64, error) {
 	return rev, nil
 }
 
+// backupWriteBackInterval is how often writeBackWhileWritten hands the
+// copy's new pages to the kernel.
+const backupWriteBackInterval = 20 * time.Millisecond
+
+// writeBackWhileWritten writes the file at path back to disk, a window at
+// a time, while SQLite writes it, until the returned stop is called. The
+// copy is the size of the database: left to the final fsync, hundreds of
+// megabytes of dirty pages made the commits' fsyncs of the WAL, on the
+// same file system, wait behind them.
+func writeBackWhileWritten(path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var f *os.File
+		defer func() {
+			if f != nil {
+				f.Close()
+			}
+		}()
+		var off int64
+		t := time.NewTicker(backupWriteBackInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if f == nil {
+				var err error
+				if f, err = os.Open(path); err != nil {
+					f = nil
+					continue
+				}
+			}
+			off = WriteBackFrom(f, off)
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
 // syncBackup restricts the copy at path to its owner, reads its revision
 // and fsyncs it.
 func syncBackup(path string) (int64, error) {
@@ -167,6 +215,7 @@ func syncBackup(path string) (int64, error) {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
 	defer f.Close()
+	writeBack(f) // what writeBackWhileWritten left, a window at a time
 	if err := f.Sync(); err != nil {
 		return 0, fmt.Errorf("back up: sync: %w", err)
 	}

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,7 +41,8 @@ const (
 // 64 writers creating ConfigMaps back to back (the create-64 load):
 //   - runs the load alone: the WAL's largest size under it, and the
 //     writes' latency (the "before" baseline);
-//   - takes a backup through the daemon (GET /debug/edgeapi/backup,
+//   - takes a backup through the daemon (`edgeapi backup --data-dir`
+//     with the daemon running: GET /debug/edgeapi/backup,
 //     which `edgeapi backup --kubeconfig` and `--unix-socket` use);
 //   - takes one beside it (`edgeapi backup --data-dir --direct`: a reader the
 //     daemon does not know of).
@@ -123,8 +122,16 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 		name, desc string
 		run        func(ctx context.Context) (string, int64, error)
 	}{
-		{"endpoint", "GET " + "/debug/edgeapi/backup (inside the daemon, as edgeapi backup --kubeconfig/--unix-socket)", func(ctx context.Context) (string, int64, error) {
-			return target.backupOverHTTP(ctx, endpointFile)
+		{"endpoint", "edgeapi backup --data-dir (the daemon running: through it, GET /debug/edgeapi/backup with the data dir's kubeconfig)", func(ctx context.Context) (string, int64, error) {
+			o, err := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--to", endpointFile).CombinedOutput()
+			if err != nil || !strings.Contains(string(o), "from the daemon") {
+				return "", 0, fmt.Errorf("edgeapi backup: %v: %s", err, o)
+			}
+			fi, err := os.Stat(endpointFile)
+			if err != nil {
+				return "", 0, err
+			}
+			return strings.TrimSpace(string(o)), fi.Size(), nil
 		}},
 		{"beside", "edgeapi backup --data-dir --direct (a reader in another process)", func(ctx context.Context) (string, int64, error) {
 			to := filepath.Join(dir, "beside.backup")
@@ -349,34 +356,4 @@ func holdSnapshot(ctx context.Context, path string, d time.Duration) (string, in
 	}
 	settle(ctx, d)
 	return fmt.Sprintf("%d objects in the snapshot", n), 0, nil
-}
-
-// backupOverHTTP saves the daemon's backup endpoint's answer to the file
-// to, and returns its revision header and size.
-func (b *bench) backupOverHTTP(ctx context.Context, to string) (string, int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.base+"/debug/edgeapi/backup", nil)
-	if err != nil {
-		return "", 0, err
-	}
-	resp, err := b.c.tr.RoundTrip(req)
-	if err != nil {
-		return "", 0, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-		return "", 0, fmt.Errorf("HTTP %d: %s", resp.StatusCode, msg)
-	}
-	f, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return "", 0, err
-	}
-	n, err := io.Copy(f, resp.Body)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return "revision " + resp.Header.Get("X-Edgeapi-Revision"), n, err
 }
