@@ -6,12 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"go.uber.org/zap"
 
@@ -104,26 +102,58 @@ func runCheck(ctx context.Context, args []string) error {
 // --unix-socket, fetched from the running daemon's backup endpoint.
 func runBackup(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon may be running")
+	dataDir := fs.String("data-dir", DefaultDataDir, "the daemon's data `directory`; the daemon may be running, and then the copy is asked of it with the data dir's kubeconfig")
+	direct := fs.Bool("direct", false, "with --data-dir and a running daemon, read the database file beside it instead of asking it: a reader the daemon does not know of, whose snapshot keeps the WAL growing (without bound) until the copy ends")
 	socket := fs.String("unix-socket", "", "instead of reading the data dir, ask the running daemon at this Unix socket `path` (its --unix-socket) for the copy; needs a user RBAC lets get "+backupPath+" (root is system:masters)")
+	kubeconfigPath := fs.String("kubeconfig", "", "instead of reading the data dir, ask the running daemon for the copy over HTTPS as this kubeconfig `file` says (server, CA, client certificate or token); needs a user RBAC lets get "+backupPath+" (system:masters)")
+	contextName := fs.String("context", "", "with --kubeconfig, the kubeconfig's context to use (default its current-context)")
 	to := fs.String("to", "", "the backup `file` to write; it must not exist")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR | --unix-socket PATH] --to FILE\n\n"+
-			"Write a consistent copy of the database to FILE. The daemon may be running: the copy is\n"+
-			"read in one read transaction beside it, and its writes go on. FILE holds Secrets as they\n"+
-			"are stored (encrypted only if the daemon encrypts them): keep it as safe as the data dir.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR [--direct] | --unix-socket PATH | --kubeconfig FILE] --to FILE\n\n"+
+			"Write a consistent copy of the database to FILE. The daemon may be running: with --data-dir\n"+
+			"the copy is then asked of it over HTTPS with DIR/kubeconfig (as with --kubeconfig), and the\n"+
+			"daemon bounds the WAL's growth while it copies; a stopped data dir is read directly. Writes\n"+
+			"go on meanwhile. FILE holds Secrets as they are stored (encrypted only if the daemon\n"+
+			"encrypts them): keep it as safe as the data dir.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := parseDataDirFlags(fs, args, map[string]*string{"to": to}); err != nil {
 		return err
 	}
-	if *socket != "" {
-		rev, size, err := backupFromSocket(ctx, *socket, *to)
+	if *socket != "" && *kubeconfigPath != "" {
+		err := errors.New("--unix-socket and --kubeconfig exclude each other")
+		fmt.Fprintf(fs.Output(), "%v\n", err)
+		return usageError{err}
+	}
+	fetch := func(target apiTarget, where string) error {
+		rev, size, err := fetchBackup(ctx, target, *to)
 		if err != nil {
 			return err
 		}
-		fmt.Printf("backed up revision %d (%d bytes) from the daemon at %s to %s\n", rev, size, *socket, *to)
+		fmt.Printf("backed up revision %d (%d bytes) from the daemon at %s to %s\n", rev, size, where, *to)
 		return nil
+	}
+	switch {
+	case *socket != "":
+		return fetch(socketTarget(*socket), *socket)
+	case *kubeconfigPath != "":
+		target, err := kubeconfigTarget(*kubeconfigPath, *contextName)
+		if err != nil {
+			return err
+		}
+		return fetch(target, target.base)
+	}
+	if !*direct && daemonRunning(*dataDir) {
+		kc := filepath.Join(*dataDir, kubeconfigFileName)
+		target, err := kubeconfigTarget(kc, "")
+		if err == nil {
+			err = fetch(target, target.base)
+			var se *backupStatusError
+			if err == nil || errors.As(err, &se) {
+				return err // the daemon answered
+			}
+		}
+		fmt.Fprintf(os.Stderr, "edgeapi backup: cannot ask the running daemon with %s (%v); reading the database beside it\n", kc, err)
 	}
 	rev, err := store.Backup(ctx, filepath.Join(*dataDir, dbFileName), *to)
 	if err != nil {
@@ -133,57 +163,17 @@ func runBackup(ctx context.Context, args []string) error {
 	return nil
 }
 
-// backupFromSocket fetches backupPath from the daemon at the Unix socket
-// and writes it to the new file to (through to.partial, synced, then
-// renamed).
-func backupFromSocket(ctx context.Context, socket, to string) (rev, size int64, err error) {
-	if _, err := os.Lstat(to); err == nil {
-		return 0, 0, fmt.Errorf("back up: %s already exists", to)
+// daemonRunning reports whether a daemon holds the data dir's lock.
+func daemonRunning(dataDir string) bool {
+	if _, err := os.Stat(filepath.Join(dataDir, "edgeapi.lock")); err != nil {
+		return false
 	}
-	client := &http.Client{Transport: &http.Transport{
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		},
-	}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://edgeapi"+backupPath, nil)
+	unlock, err := lockDataDir(dataDir)
 	if err != nil {
-		return 0, 0, fmt.Errorf("back up: %w", err)
+		return true
 	}
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return 0, 0, fmt.Errorf("back up: %s: %s", resp.Status, strings.TrimSpace(string(msg)))
-	}
-	rev, _ = strconv.ParseInt(resp.Header.Get("X-Edgeapi-Revision"), 10, 64)
-	tmp := to + ".partial"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	size, err = io.Copy(f, resp.Body)
-	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
-		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, to)
-	}
-	if err != nil {
-		_ = os.Remove(tmp)
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	return rev, size, nil
+	unlock()
+	return false
 }
 
 // defaultRevisionBump is restore's default --bump-revision.
@@ -280,6 +270,13 @@ func (d *daemon) backupHandler() http.Handler {
 		defer os.RemoveAll(dir)
 		path := filepath.Join(dir, "edgeapi.backup")
 		rev, err := d.db.Backup(r.Context(), path)
+		if errors.Is(err, store.ErrBackupAborted) {
+			// The WAL or the disk reached its bound while the copy
+			// ran: a state that passes, as a 503 says.
+			w.Header().Set("Retry-After", "10")
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		if err != nil {
 			d.log.Error("back up", zap.Error(err))
 			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)

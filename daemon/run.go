@@ -26,6 +26,8 @@ var commands = []command{
 	{"check", "check the database's integrity and invariants (offline)", runCheck},
 	{"backup", "write a consistent copy of the database (the daemon may be running)", runBackup},
 	{"restore", "replace the database with a backup, above every revision handed out (offline)", runRestore},
+	{"compact", "compact the change log to the newest revisions (offline)", runCompact},
+	{"defrag", "rebuild the database file so that it holds only the pages in use (offline)", runDefrag},
 	{"version", "print version information", runVersion},
 }
 

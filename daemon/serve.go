@@ -27,7 +27,6 @@ import (
 	"github.com/edgeapi/edgeapi/controller"
 	"github.com/edgeapi/edgeapi/encryption"
 	"github.com/edgeapi/edgeapi/httpapi"
-	"github.com/edgeapi/edgeapi/pki"
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
@@ -253,7 +252,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		return nil, err
 	}
 	d.kubeconfigPath = filepath.Join(dataDir, kubeconfigFileName)
-	if err := pki.WriteFileAtomic(d.kubeconfigPath, kc, 0o600); err != nil {
+	if err := writeKubeconfigFile(d.kubeconfigPath, kc); errors.Is(err, errKubeconfigNoSpace) {
+		d.log.Error("starting without writing the kubeconfig: the disk is full", zap.String("path", d.kubeconfigPath), zap.Error(err))
+	} else if err != nil {
 		return nil, fmt.Errorf("write kubeconfig: %w", err)
 	}
 	insecurePath := filepath.Join(dataDir, insecureKubeconfigFileName)
@@ -262,7 +263,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		if err != nil {
 			return nil, err
 		}
-		if err := pki.WriteFileAtomic(insecurePath, kc, 0o600); err != nil {
+		if err := writeKubeconfigFile(insecurePath, kc); errors.Is(err, errKubeconfigNoSpace) {
+			d.log.Error("starting without writing the insecure kubeconfig: the disk is full", zap.String("path", insecurePath), zap.Error(err))
+		} else if err != nil {
 			return nil, fmt.Errorf("write insecure kubeconfig: %w", err)
 		}
 	} else if err := os.Remove(insecurePath); err != nil && !errors.Is(err, os.ErrNotExist) {

@@ -34,6 +34,7 @@ func edgeapiTool(t *testing.T, args ...string) (stdout, stderr string, code int)
 // resourceVersion gets 410 Gone.
 func TestBackupRestore(t *testing.T) {
 	t.Run("edgeapi backup --data-dir", func(t *testing.T) { testBackupRestore(t, "data-dir") })
+	t.Run("edgeapi backup --data-dir --direct", func(t *testing.T) { testBackupRestore(t, "direct") })
 	t.Run("edgeapi backup --unix-socket", func(t *testing.T) { testBackupRestore(t, "unix-socket") })
 	t.Run("GET /debug/edgeapi/backup", func(t *testing.T) { testBackupRestore(t, "http") })
 }
@@ -62,8 +63,11 @@ func backupOverHTTP(t *testing.T, d *Daemon, to string) (string, error) {
 }
 
 // testBackupRestore is TestBackupRestore with the backup made by how:
-// "data-dir" (edgeapi backup reading the data dir), "unix-socket" (edgeapi
-// backup asking the daemon) or "http" (a GET of the endpoint).
+// "data-dir" (edgeapi backup --data-dir, which asks the running daemon
+// with the data dir's kubeconfig), "direct" (edgeapi backup --data-dir
+// --direct, reading the database file beside it), "unix-socket" (edgeapi
+// backup asking the daemon at its socket) or "http" (a GET of the
+// endpoint).
 func testBackupRestore(t *testing.T, how string) {
 	ctx := context.Background()
 	socket := filepath.Join(t.TempDir(), "edgeapi.sock")
@@ -116,8 +120,18 @@ func testBackupRestore(t *testing.T, how string) {
 		}
 	case "unix-socket":
 		out, errOut, code = edgeapiTool(t, "backup", "--unix-socket", socket, "--to", backup)
+	case "direct":
+		out, errOut, code = edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--direct", "--to", backup)
+		if strings.Contains(out, "from the daemon") {
+			t.Errorf("edgeapi backup --direct asked the daemon: %s", out)
+		}
 	default:
+		// With the daemon running, the copy is asked of it with the
+		// data dir's kubeconfig.
 		out, errOut, code = edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--to", backup)
+		if !strings.Contains(out, "from the daemon at https://") || errOut != "" {
+			t.Errorf("edgeapi backup --data-dir beside a running daemon: stdout %q, stderr %q; want the copy asked of the daemon over HTTPS", out, errOut)
+		}
 	}
 	close(stop)
 	wg.Wait()

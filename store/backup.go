@@ -8,6 +8,9 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
+
+	"go.uber.org/zap"
 )
 
 // This file is backup and restore. A backup is a consistent copy of the
@@ -52,13 +55,75 @@ func Backup(ctx context.Context, path, to string) (rev int64, err error) {
 // its own (the read pool's are query-only, which VACUUM INTO refuses). It
 // counts as a read transaction in flight, so the checkpointer does not
 // park the writer for a WAL reset the backup's snapshot would hold back.
+//
+// While the backup's snapshot is open, no checkpoint can copy the frames
+// written after it into the database, nor start the WAL again, so the WAL
+// file grows by everything written meanwhile. Backup bounds that: it
+// watches the WAL and the file system while it copies, and gives up with
+// ErrBackupAborted (removing its partial copy, and ending the snapshot)
+// once the WAL file has grown past backupWALLimit of the database's size,
+// or the file system has less than the space reserve (Config.ReserveBytes,
+// at least minFreeBytes) left. Retrying when writes are quieter helps.
 func (db *DB) Backup(ctx context.Context, to string) (rev int64, err error) {
+	db.backups.Add(1)
+	defer db.backups.Add(-1)
 	if err := db.readers.enter(ctx); err != nil {
 		return 0, err
 	}
 	defer db.readers.leave()
-	return Backup(ctx, db.cfg.Path, to)
+	sizes := fileSizes(db.cfg.Path)
+	limit := backupWALLimit(sizes.DB)
+	minFree := max(db.cfg.ReserveBytes, minFreeBytes)
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		t := time.NewTicker(backupPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if wal := fileSizes(db.cfg.Path).WAL; wal > max(sizes.WAL, limit) {
+				cancel(fmt.Errorf("%w: the WAL grew to %d bytes while it ran, past its bound of %d (the database's size, at least %d); retry when writes are quieter",
+					ErrBackupAborted, wal, max(sizes.WAL, limit), minBackupWALLimit))
+				return
+			}
+			if free, err := freeBytes(filepath.Dir(db.cfg.Path)); err == nil && free >= 0 && free < minFree {
+				cancel(fmt.Errorf("%w: %d bytes left on the file system holding the database, less than the %d the store keeps free",
+					ErrBackupAborted, free, minFree))
+				return
+			}
+		}
+	}()
+	rev, err = Backup(ctx, db.cfg.Path, to)
+	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrBackupAborted) {
+		db.log.Warn("backup aborted", zap.Error(cause))
+		return 0, fmt.Errorf("back up: %w", cause)
+	}
+	return rev, err
 }
+
+// ErrBackupAborted is DB.Backup's error when it gave up to keep the WAL
+// or the file system within bounds.
+var ErrBackupAborted = errors.New("store: backup aborted")
+
+// minBackupWALLimit is the least the WAL file may grow to during a
+// backup inside the daemon; backupPoll is how often the backup looks.
+// Vars so tests can change them.
+var (
+	minBackupWALLimit int64 = 64 << 20
+	backupPoll              = 50 * time.Millisecond
+)
+
+// backupWALLimit is the WAL file size at which a backup inside the daemon
+// gives up: the database's size (the backup's own copy takes as much), at
+// least minBackupWALLimit. So a backup never needs more than about twice
+// the database's size free beside it.
+func backupWALLimit(dbBytes int64) int64 { return max(dbBytes, minBackupWALLimit) }
 
 // backupOn copies the database conn reads to the file to, and returns
 // the copy's revision. The copy is written with owner-only permissions
@@ -68,7 +133,10 @@ func backupOn(ctx context.Context, conn *sql.Conn, to string) (int64, error) {
 	// backup; the rename makes it appear whole.
 	tmp := to + ".partial"
 	_ = os.Remove(tmp)
-	if _, err := conn.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
+	stopWriteBack := writeBackWhileWritten(tmp)
+	_, err := conn.ExecContext(ctx, "VACUUM INTO ?", tmp)
+	stopWriteBack()
+	if err != nil {
 		_ = os.Remove(tmp)
 		return 0, fmt.Errorf("back up: %w", err)
 	}
@@ -87,6 +155,51 @@ func backupOn(ctx context.Context, conn *sql.Conn, to string) (int64, error) {
 	return rev, nil
 }
 
+// backupWriteBackInterval is how often writeBackWhileWritten hands the
+// copy's new pages to the kernel.
+const backupWriteBackInterval = 20 * time.Millisecond
+
+// writeBackWhileWritten writes the file at path back to disk, a window at
+// a time, while SQLite writes it, until the returned stop is called. The
+// copy is the size of the database: left to the final fsync, hundreds of
+// megabytes of dirty pages made the commits' fsyncs of the WAL, on the
+// same file system, wait behind them.
+func writeBackWhileWritten(path string) (stop func()) {
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		var f *os.File
+		defer func() {
+			if f != nil {
+				f.Close()
+			}
+		}()
+		var off int64
+		t := time.NewTicker(backupWriteBackInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			if f == nil {
+				var err error
+				if f, err = os.Open(path); err != nil {
+					f = nil
+					continue
+				}
+			}
+			off = WriteBackFrom(f, off)
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+	}
+}
+
 // syncBackup restricts the copy at path to its owner, reads its revision
 // and fsyncs it.
 func syncBackup(path string) (int64, error) {
@@ -102,6 +215,7 @@ func syncBackup(path string) (int64, error) {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
 	defer f.Close()
+	writeBack(f) // what writeBackWhileWritten left, a window at a time
 	if err := f.Sync(); err != nil {
 		return 0, fmt.Errorf("back up: sync: %w", err)
 	}

@@ -70,19 +70,33 @@ var checkpointPages = 256
 // is itself slow). A var so tests can change it.
 var walRestartPages = 8192
 
+// walForcePages is how many frames the WAL may hold before a reset no
+// longer waits for a natural pause in reads: past it, the checkpointer
+// holds new reads back at once and gives the reads in flight
+// readerDrainTimeout to end (see resetWAL). 128 MiB at 4 KiB pages, four
+// times walRestartPages. A var so tests can change it.
+var walForcePages = 4 * 8192
+
 // writeBackPages is how many pages a checkpoint must have copied for the
 // checkpointer to write them back a window at a time before it fsyncs
 // them (see passiveCheckpoint).
 const writeBackPages = 512
 
+// readerGapTimeout bounds the wait of a WAL reset for a moment when no
+// read transaction is in flight. Reads do not wait meanwhile. A var so
+// tests can shorten it.
+var readerGapTimeout = 250 * time.Millisecond
+
 // Timeouts of a WAL reset.
 const (
-	// readerGapTimeout bounds the wait for a moment when no read
-	// transaction is in flight. Reads do not wait meanwhile.
-	readerGapTimeout = 250 * time.Millisecond
 	// writerParkTimeout bounds the wait for the writer to finish its
 	// batch or job and take the reset.
 	writerParkTimeout = 100 * time.Millisecond
+	// readerDrainTimeout bounds the wait of a forced reset (a WAL past
+	// walForcePages) for the reads in flight to end; new reads wait
+	// meanwhile, so it is also the longest they are held back for it
+	// (plus the reset itself).
+	readerDrainTimeout = 100 * time.Millisecond
 	// checkpointBusyTimeout is how long a checkpoint on the checkpointer's
 	// connection waits for a lock (only a RESTART checkpoint waits): a
 	// safety net, since no reader or writer should be in its way.
@@ -131,7 +145,15 @@ func (db *DB) checkpoint(ctx context.Context) error {
 	if err != nil || res.busy || res.logFrames < walRestartPages {
 		return err
 	}
-	return db.resetWAL(ctx)
+	force := res.logFrames >= max(walForcePages, db.nextForceFrames) && db.backups.Load() == 0
+	busy, err := db.resetWAL(ctx, force)
+	switch {
+	case force && busy:
+		db.nextForceFrames = res.logFrames + walForcePages
+	case !busy && err == nil:
+		db.nextForceFrames = 0
+	}
+	return err
 }
 
 // passiveCheckpoint runs a PASSIVE checkpoint on the checkpointer's
@@ -175,16 +197,35 @@ func (db *DB) passiveCheckpoint(ctx context.Context) (checkpointResult, error) {
 // readerGapTimeout, or the writer does not take the job within
 // writerParkTimeout, it gives up without error: the next checkpoint tries
 // again.
-func (db *DB) resetWAL(ctx context.Context) error {
+//
+// Reads that always overlap (a steady stream of paged lists, say) would
+// put the reset off for good and let the WAL grow without bound. So once
+// the WAL holds walForcePages frames, force is set: the reset holds new
+// reads back at once and waits readerDrainTimeout for those in flight to
+// end (the daemon's read transactions are short: a page of a list, a
+// change-log read). A backup inside the daemon is the exception, a read
+// that lasts seconds: while one runs, force is not set (DB.Backup bounds
+// the WAL's growth itself).
+//
+// It reports busy when SQLite's RESTART checkpoint found a reader in its
+// way: one the read gate does not count, in another process.
+func (db *DB) resetWAL(ctx context.Context, force bool) (busy bool, err error) {
 	// A compaction step writes hundreds of frames, which the paused
 	// writer would have to copy: let the one under way end, and hold the
 	// next back until the reset is done.
 	db.compactionSteps.Lock()
 	defer db.compactionSteps.Unlock()
-	release, ok := db.readers.hold(ctx, readerGapTimeout)
+	hold := db.readers.hold
+	if force {
+		hold = func(ctx context.Context, _ time.Duration) (func(), bool) {
+			return db.readers.drain(ctx, readerDrainTimeout)
+		}
+		db.stats.walResetsForced.Add(1)
+	}
+	release, ok := hold(ctx, readerGapTimeout)
 	if !ok {
 		db.stats.walResetsDeferred.Add(1)
-		return nil
+		return false, nil
 	}
 	defer release()
 	// With no reader in the way the first pass copies every frame, and
@@ -195,7 +236,7 @@ func (db *DB) resetWAL(ctx context.Context) error {
 	// vacuum, up to 49 ms for 64 pages, on ext4 mounted with discard).
 	for range 2 {
 		if _, err := db.passiveCheckpoint(ctx); err != nil {
-			return err
+			return false, err
 		}
 	}
 	parkCtx, cancel := context.WithTimeout(ctx, writerParkTimeout)
@@ -204,12 +245,13 @@ func (db *DB) resetWAL(ctx context.Context) error {
 	// while the checkpointer waits for it: the writer connection is idle
 	// between batches, so the checkpoint does not wait for it, and the
 	// checkpointer's short busy timeout applies.
-	err := db.runOnWriter(parkCtx, func(ctx context.Context, _ *sql.Conn) error {
+	err = db.runOnWriter(parkCtx, func(ctx context.Context, _ *sql.Conn) error {
 		res, err := walCheckpoint(ctx, db.ckptConn, "RESTART")
 		switch {
 		case err != nil:
 			return err
 		case res.busy:
+			busy = true
 			db.stats.walResetsDeferred.Add(1)
 		default:
 			db.stats.walResets.Add(1)
@@ -218,9 +260,9 @@ func (db *DB) resetWAL(ctx context.Context) error {
 	})
 	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 		db.stats.walResetsDeferred.Add(1)
-		return nil
+		return false, nil
 	}
-	return err
+	return busy, err
 }
 
 // readGate counts the read transactions in flight, so that the
@@ -267,7 +309,9 @@ func (g *readGate) leave() {
 	g.mu.Lock()
 	g.active--
 	if g.active == 0 && g.want != nil {
-		g.closed = make(chan struct{})
+		if g.closed == nil { // drain closed it already
+			g.closed = make(chan struct{})
+		}
 		close(g.want)
 		g.want = nil
 	}
@@ -311,6 +355,51 @@ func (g *readGate) hold(ctx context.Context, timeout time.Duration) (release fun
 		return nil, false
 	}
 	return release, true // the gate closed just now
+}
+
+// drain closes the gate at once, so that new read transactions wait, and
+// waits until those in flight have ended; it returns ok and a release func
+// that opens the gate again, as hold does. If they have not ended within
+// timeout (or before ctx ends), it opens the gate and returns false.
+func (g *readGate) drain(ctx context.Context, timeout time.Duration) (release func(), ok bool) {
+	g.mu.Lock()
+	if g.closed != nil || g.want != nil { // only the checkpointer closes it
+		g.mu.Unlock()
+		return nil, false
+	}
+	closed := make(chan struct{})
+	g.closed = closed
+	release = func() {
+		g.mu.Lock()
+		g.closed = nil
+		g.mu.Unlock()
+		close(closed)
+	}
+	if g.active == 0 {
+		g.mu.Unlock()
+		return release, true
+	}
+	want := make(chan struct{})
+	g.want = want
+	g.mu.Unlock()
+
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-want:
+		return release, true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	if g.want != want {
+		g.mu.Unlock()
+		return release, true // the last read ended just now
+	}
+	g.want = nil
+	g.mu.Unlock()
+	release()
+	return nil, false
 }
 
 // checkpointResult is what PRAGMA wal_checkpoint reports.

@@ -68,8 +68,12 @@ func (s *stepSize) adapt(took time.Duration) {
 const compactionYield = 0.25
 
 // yieldAfter waits, after a compaction step that took d, for the writes'
-// share of the writer (see compactionYield), or until ctx ends.
-func yieldAfter(ctx context.Context, d time.Duration) {
+// share of the writer (see compactionYield), or until ctx ends. An
+// offline store (CompactOffline) has no writes to yield to.
+func (db *DB) yieldAfter(ctx context.Context, d time.Duration) {
+	if db.cfg.offline {
+		return
+	}
 	t := time.NewTimer(time.Duration(float64(d) * (1 - compactionYield) / compactionYield))
 	defer t.Stop()
 	select {
@@ -152,7 +156,7 @@ func (db *DB) finishCompaction(ctx context.Context, rev int64) error {
 			break
 		}
 		chunk.adapt(took)
-		yieldAfter(ctx, took)
+		db.yieldAfter(ctx, took)
 	}
 	err := db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
 		if _, err := conn.ExecContext(ctx, sqlFinishCompaction, metaFinishedCompactRev, rev); err != nil {
@@ -194,7 +198,7 @@ func (db *DB) vacuum(ctx context.Context) error {
 			return err
 		}
 		pages.adapt(took)
-		yieldAfter(ctx, took)
+		db.yieldAfter(ctx, took)
 	}
 }
 

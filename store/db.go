@@ -91,6 +91,10 @@ type Config struct {
 	// compaction timings (see observe.go).
 	Observer Observer
 
+	// offline is set by CompactOffline: no daemon serves the store, so
+	// compaction steps do not leave the writer to writes between them.
+	offline bool
+
 	// beforeBatch, when set (by tests), runs on the writer goroutine after
 	// it has received a batch's first write and before it takes the rest.
 	beforeBatch func()
@@ -164,6 +168,12 @@ type DB struct {
 	// after the checkpointer's last checkpoint; only the checkpointer
 	// uses it.
 	ckptBackfilled int
+	// nextForceFrames is the WAL size, in frames, below which no reset is
+	// forced: after a forced reset that a reader outside the daemon kept
+	// from finishing, another walForcePages frames, so that such a
+	// reader does not make every checkpoint hold the daemon's reads back
+	// in vain. Only the checkpointer uses it.
+	nextForceFrames int
 	// compactionSteps is held for reading by each compaction step and for
 	// writing by the checkpointer while it resets the WAL. Lock order:
 	// compactionSteps before readers.
@@ -184,6 +194,10 @@ type DB struct {
 	// compactWake (capacity 1) wakes RunCompactor when a commit takes the
 	// change log past Config.MaxChangeLogRows.
 	compactWake chan struct{}
+	// backups counts the backups in flight inside the daemon (DB.Backup),
+	// read transactions that last seconds: the checkpointer does not
+	// force a WAL reset past them.
+	backups atomic.Int32
 	// overQuota is the over-quota state (see quota.go) and usedBytes the
 	// database's pages in use, in bytes, at the writer's last measure;
 	// only the writer stores them.
@@ -242,6 +256,7 @@ type stats struct {
 	checkpoints       atomic.Int64
 	walResets         atomic.Int64
 	walResetsDeferred atomic.Int64
+	walResetsForced   atomic.Int64
 	noSpaceEntered    atomic.Int64
 	sizeCompactions   atomic.Int64
 	quotaExceeded     atomic.Int64
@@ -271,6 +286,10 @@ type Stats struct {
 	Checkpoints       int64
 	WALResets         int64
 	WALResetsDeferred int64
+	// WALResetsForced counts the resets tried with reads held back at
+	// once, because the WAL had grown past walForcePages frames while
+	// overlapping reads put the normal ones off.
+	WALResetsForced int64
 	// NoSpace reports the no-space state: the file system holding the
 	// database filled up, and creates and updates fail with ErrNoSpace
 	// until space is freed. NoSpaceEntered counts the times the store
@@ -537,6 +556,7 @@ func (db *DB) Stats() Stats {
 		Checkpoints:       db.stats.checkpoints.Load(),
 		WALResets:         db.stats.walResets.Load(),
 		WALResetsDeferred: db.stats.walResetsDeferred.Load(),
+		WALResetsForced:   db.stats.walResetsForced.Load(),
 		NoSpace:           db.noSpace.Load(),
 		NoSpaceEntered:    db.stats.noSpaceEntered.Load(),
 		SizeCompactions:   db.stats.sizeCompactions.Load(),

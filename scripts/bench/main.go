@@ -15,7 +15,7 @@
 //
 // Workloads (--workloads, comma separated; see -help): create, get, rmw,
 // list by default; apply, patch, watch, watch-idle, watch-resume,
-// paged-list, compaction, big (--big adds it), and the TLS comparisons
+// paged-list, compaction, backup, big (--big adds it), and the TLS comparisons
 // tls, tls-watch and tls-handshake on request.
 //
 // The daemon it starts serves plain HTTP on --insecure-listen for the
@@ -97,6 +97,7 @@ type config struct {
 	compactionRows      int
 	compactionPayload   int
 	compactionWriteRate int
+	backupObjects       int
 
 	// kubeconfig is the daemon's kubeconfig for the TLS workloads
 	// (--kubeconfig; default: the one the started daemon writes).
@@ -188,6 +189,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.compactionRows, "compaction-rows", 1_000_000, "compaction workload: change-log rows to compact")
 	fs.IntVar(&cfg.compactionPayload, "compaction-payload", 64, "compaction workload: bytes of data per ConfigMap of the fill")
 	fs.IntVar(&cfg.compactionWriteRate, "compaction-write-rate", 1000, "compaction workload: creates per second during the compaction")
+	fs.IntVar(&cfg.backupObjects, "backup-objects", 100_000, "backup workload: ConfigMaps stored when the backups, check and restore run")
 	fs.StringVar(&cfg.kubeconfig, "kubeconfig", "", "TLS workloads: the daemon's kubeconfig (HTTPS server, CA, client certificate); default: the one the daemon this tool starts writes")
 	fs.IntVar(&cfg.tlsRBACBindings, "tls-rbac-bindings", 1000, "TLS workloads: when positive, reach the HTTPS side as a token user (--token-auth-file) whose rights come from one of this many RoleBindings across 100 namespaces, instead of the kubeconfig's system:masters certificate (0: the certificate)")
 	fs.IntVar(&cfg.tlsRounds, "tls-rounds", 2, "tls workload: rounds of plain, TLS HTTP/1.1 and client-go HTTP/2 runs, in alternating order")
@@ -244,7 +246,7 @@ func parseFlags(args []string) (config, error) {
 		cfg.lists < 1 || cfg.coldLists < 1 || cfg.watchers < 1 || cfg.writeRate < 1 || cfg.watchWriters < 1 || cfg.bigObjects < 1 ||
 		cfg.applyClients < 1 || cfg.patchClients < 1 || cfg.idleWatchers < 1 || cfg.bulkObjects < 1 ||
 		cfg.pageLimit < 1 || cfg.pagedLists < 1 || cfg.compactionRows < 1 || cfg.compactionPayload < 0 ||
-		cfg.compactionWriteRate < 1 {
+		cfg.compactionWriteRate < 1 || cfg.backupObjects < 1 {
 		return cfg, errors.New("counts and rates must be positive")
 	}
 	if cfg.duration <= 0 || cfg.maxOps < 1 {

@@ -35,6 +35,7 @@ var workloads = []workload{
 	{"watch-resume", "a watch from --bulk-objects events back (beyond the ring: the change log) catches up; events/s", false, runWatchResume},
 	{"paged-list", "full LIST of --bulk-objects ConfigMaps at --page-limit per page, following continue tokens", false, runPagedList},
 	{"compaction", "write latency while --compaction-rows change-log rows are compacted (own daemon, restarted)", false, runCompaction},
+	{"backup", "backup time, longest write and WAL size of 64 writers during online backups of --backup-objects ConfigMaps (endpoint, and edgeapi backup beside the daemon); check and restore times (own daemon)", false, runBackup},
 	{"big", "RSS with --big-objects ConfigMaps stored, and restart-to-ready time with them (also --big)", false, runBig},
 	{"crds", "--crds CustomResourceDefinitions of ~20 KB posted at once: time until all Established, RSS per CRD, discovery with them", false, runCRDs},
 	{"cr-create", "custom resource creates (20-field schema, two CEL rules) at 64 clients, after ConfigMap creates of the same size", false, runCRCreate},
