@@ -10,7 +10,8 @@ import (
 // TestRequestTimeout_Param: kube-apiserver's request deadline. A timeout
 // query parameter that is not a duration gets 400 (in JSON and in
 // Protobuf, as asked) and stores nothing; a request whose deadline has
-// passed (?timeout=1ns) gets 504 Timeout; a timeout the request fits in,
+// passed (?timeout=1ns) gets 504 Timeout, counted in
+// apiserver_request_terminations_total; a timeout the request fits in,
 // and a watch's (which is long-running), change nothing.
 func TestRequestTimeout_Param(t *testing.T) {
 	t.Parallel()
@@ -43,6 +44,15 @@ func TestRequestTimeout_Param(t *testing.T) {
 		st := decodeStatus(t, res, 504, metav1.StatusReasonTimeout)
 		if want := "Timeout: request did not complete within the allotted timeout"; st.Message != want {
 			t.Errorf("%s %s: message %q, want %q", tc.method, tc.path, st.Message, want)
+		}
+	}
+
+	// kube-apiserver counts its deadline's 504s as terminations.
+	mfs := scrape(t, d)
+	for verb, want := range map[string]float64{"LIST": 1, "POST": 1} {
+		labels := map[string]string{"verb": verb, "resource": "configmaps", "code": "504"}
+		if got := value(mfs["apiserver_request_terminations_total"], labels); got != want {
+			t.Errorf("apiserver_request_terminations_total%v = %v, want %v", labels, got, want)
 		}
 	}
 

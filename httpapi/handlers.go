@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -234,7 +235,11 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 	limit := s.cfg.MaxRequestBodyBytes
 	b, err := io.ReadAll(io.LimitReader(body, limit+1))
 	if errors.Is(err, os.ErrDeadlineExceeded) {
-		s.recordTermination(c.Request(), http.StatusGatewayTimeout)
+		if !errors.Is(c.Request().Context().Err(), context.DeadlineExceeded) {
+			// Past the request's deadline, instrumentAndAuthorize
+			// counts the 504.
+			s.recordTermination(c.Request(), http.StatusGatewayTimeout)
+		}
 		return nil, errRequestTimeout() // see Server.serveWithBodyDeadline
 	}
 	if err != nil {

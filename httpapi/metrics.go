@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -409,6 +411,11 @@ func (s *Server) instrumentAndAuthorize(next echo.HandlerFunc) echo.HandlerFunc 
 		g.Dec()
 		k.code = c.Response().Status
 		m.record(k, time.Since(start))
+		if k.code == http.StatusGatewayTimeout && errors.Is(req.Context().Err(), context.DeadlineExceeded) {
+			// The request's deadline (--request-timeout, ?timeout=)
+			// passed: kube-apiserver's timeout filter counts it too.
+			m.terminate(k, true)
+		}
 		return err
 	}
 }
