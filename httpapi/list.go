@@ -70,6 +70,9 @@ func (s *Server) waitForRev(ctx context.Context, rev int64) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return errRequestTimeout() // the request's deadline came first
+			}
 			return apierrors.NewTimeoutError("request canceled", 1)
 		case <-deadline.C:
 			return tooLargeResourceVersion(rev, s.cfg.Store.Rev())
