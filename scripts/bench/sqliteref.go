@@ -96,17 +96,18 @@ func sqliteRefDSN(path string, writer bool) string {
 	return (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String()
 }
 
-// sqliteRefValue appends the stored form of one created ConfigMap: the
-// create workload's request body stamped with what the daemon adds before
-// storing it (uid, resourceVersion, creationTimestamp and one managedFields
-// entry), so that rows are about the size the daemon writes.
+// sqliteRefValue appends the stored form of one created ConfigMap, shaped
+// as the daemon stores it (no apiVersion and kind; resourceVersion, uid,
+// creationTimestamp and one managedFields entry in metadata) around the
+// create workload's data payload: 1,386 bytes for a 1 KiB payload, as for
+// the daemon.
 func sqliteRefValue(dst []byte, tmpl *configMapBody, name, uid string, rev int64) []byte {
-	dst = append(dst, tmpl.head...)
-	dst = append(dst, name...)
-	dst = append(dst, `","uid":"`...)
-	dst = append(dst, uid...)
-	dst = append(dst, `","resourceVersion":"`...)
+	dst = append(dst, `{"metadata":{"resourceVersion":"`...)
 	dst = strconv.AppendInt(dst, rev, 10)
+	dst = append(dst, `","name":"`...)
+	dst = append(dst, name...)
+	dst = append(dst, `","namespace":"`+benchNamespace+`","uid":"`...)
+	dst = append(dst, uid...)
 	dst = append(dst, `","creationTimestamp":"2026-11-26T00:00:00Z","managedFields":[{"manager":"bench","operation":"Update","apiVersion":"v1","time":"2026-11-26T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:payload":{}}}}]}`...)
 	dst = append(dst, tmpl.payload...)
 	return append(dst, "}}"...)
@@ -281,6 +282,10 @@ func sqliteRefLoop(ctx context.Context, path string, duration time.Duration, pay
 	elapsed := time.Since(start)
 	cpu := selfCPU() - cpu0
 	stopCheckpointer()
+	var fileBytes int64
+	if err := conn.QueryRowContext(ctx, "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()").Scan(&fileBytes); err != nil {
+		return Result{}, fmt.Errorf("read file size: %w", err)
+	}
 
 	r := Result{Workload: "sqlite-ref", Clients: 1, Ops: rows, Seconds: elapsed.Seconds()}
 	r.OpsPerSec = float64(rows) / elapsed.Seconds()
@@ -290,7 +295,7 @@ func sqliteRefLoop(ctx context.Context, path string, duration time.Duration, pay
 	if rows > 0 {
 		r.ClientCPUPerOpUS = float64(cpu) / float64(rows) / 1e3
 		r.note("ops are rows (objects row + change-log row each), %d per transaction; latency is per transaction (BEGIN IMMEDIATE to COMMIT, WAL fsync included): %d transactions, %.0f/s", sqliteRefRowsPerTxn, txns, float64(txns)/elapsed.Seconds())
-		r.note("one goroutine, store's schema and writer pragmas (WAL, synchronous=FULL), value %d B avg, %d PASSIVE checkpoints on a second connection", valueBytes/rows, checkpoints)
+		r.note("one goroutine, store's schema and writer pragmas (WAL, synchronous=FULL), value %d B avg, %d PASSIVE checkpoints on a second connection; database %.1f MiB, %d B per row", valueBytes/rows, checkpoints, float64(fileBytes)/(1<<20), fileBytes/rows)
 	}
 	return r, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"math"
 	"path/filepath"
 	"strings"
@@ -81,4 +82,31 @@ func TestRunSQLiteRef_Ratio(t *testing.T) {
 			t.Errorf("got %+v, want the sqlite-ref result alone", res)
 		}
 	})
+}
+
+func TestSQLiteRefValue_StoredShape(t *testing.T) {
+	uid := sqliteRefUID("abc123", 31)
+	got := sqliteRefValue(nil, newConfigMapBody(benchNamespace, 1024), "c64-12345", uid, 31)
+	var obj struct {
+		Metadata struct {
+			Name, Namespace, UID, ResourceVersion string
+			ManagedFields                         []json.RawMessage
+		}
+		Data map[string]string
+	}
+	if err := json.Unmarshal(got, &obj); err != nil {
+		t.Fatalf("value is not JSON: %v\n%s", err, got)
+	}
+	if obj.Metadata.Name != "c64-12345" || obj.Metadata.Namespace != benchNamespace || obj.Metadata.UID != uid ||
+		obj.Metadata.ResourceVersion != "31" || len(obj.Metadata.ManagedFields) != 1 || len(obj.Data["payload"]) != 1024 {
+		t.Errorf("value = %s", got)
+	}
+	if len(uid) != 36 {
+		t.Errorf("uid %q has %d characters, want 36", uid, len(uid))
+	}
+	// The daemon stores this ConfigMap (created by curl) in 1,386 bytes;
+	// "bench" is one byte longer a manager name.
+	if want := 1386 + 1; len(got) != want {
+		t.Errorf("value has %d bytes, want %d", len(got), want)
+	}
 }
