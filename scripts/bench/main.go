@@ -439,6 +439,7 @@ func (b *bench) finish(repoDir string, runErr error) error {
 			r.Commit += " (HEAD of " + repoDir + ")"
 		}
 	}
+	r.Results = append(r.Results, watchRefRatios(r.Results)...)
 	printReport(os.Stdout, r)
 	if b.cfg.jsonPath != "" {
 		if err := writeJSON(b.cfg.jsonPath, r); err != nil {
