@@ -31,8 +31,8 @@ func wireRefShards() int { return max(1, runtime.GOMAXPROCS(0)) }
 // wireRefEvent builds the event lines of the reference: what edgeapi sends
 // a watcher of the watch workload for one create, an ADDED event of a
 // ConfigMap with the metadata the server adds (uid, resourceVersion,
-// creationTimestamp, managedFields) and the writer's send time in the
-// sentAnnotation, where parseSent looks first.
+// creationTimestamp, managedFields) in edgeapi's order and the writer's
+// send time in the sentAnnotation, where parseSent looks first.
 type wireRefEvent struct {
 	head []byte // up to the name's sequence number
 	mid  []byte // from the name's end to the sent time
@@ -45,8 +45,8 @@ func newWireRefEvent(namespace string, payloadBytes int) *wireRefEvent {
 		pad[i] = 'a' + byte(i%26)
 	}
 	return &wireRefEvent{
-		head: []byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"w-`),
-		mid: []byte(`","namespace":"` + namespace + `","uid":"6b1f4c1e-8f7a-4d2b-9a51-3c2e0d9f7b64","resourceVersion":"1000000",` +
+		head: []byte(`{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"resourceVersion":"1000000","name":"w-`),
+		mid: []byte(`","namespace":"` + namespace + `","uid":"6b1f4c1e-8f7a-4d2b-9a51-3c2e0d9f7b64",` +
 			`"creationTimestamp":"2026-11-26T00:00:00Z","annotations":{"` + sentAnnotation + `":"`),
 		tail: []byte(`"},"managedFields":[{"manager":"Go-http-client","operation":"Update","apiVersion":"v1","time":"2026-11-26T00:00:00Z",` +
 			`"fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:payload":{}},"f:metadata":{"f:annotations":{".":{},"f:` + sentAnnotation + `":{}}}}}]},` +
@@ -174,7 +174,7 @@ type wireRefRun struct {
 
 // runWireRef serves n watches on loopback and fans out events at rate per
 // second for d, then waits for every watcher to read every event.
-func runWireRef(ctx context.Context, n, rate int, d time.Duration, payloadBytes int, logf func(string, ...any)) (*wireRefRun, error) {
+func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace string, payloadBytes int, logf func(string, ...any)) (*wireRefRun, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -199,7 +199,7 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, payloadBytes 
 	defer tr.CloseIdleConnections()
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	url := "http://" + ln.Addr().String() + "/api/v1/namespaces/bench-watch-ref/configmaps?watch=1"
+	url := "http://" + ln.Addr().String() + "/api/v1/namespaces/" + namespace + "/configmaps?watch=1"
 	ws, cs := connectWatchers(watchCtx, tr, url, n, 0)
 	res.ws = ws
 	select {
@@ -222,7 +222,7 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, payloadBytes 
 		return nil, fmt.Errorf("no watcher connected: %s", ws[0].errorMsg)
 	}
 
-	ev := newWireRefEvent("bench-watch-ref", payloadBytes)
+	ev := newWireRefEvent(namespace, payloadBytes)
 	total := int64(float64(rate) * d.Seconds())
 	interval := time.Second / time.Duration(rate)
 	cpu0 := selfCPU()
@@ -262,7 +262,7 @@ func wireRefName(watchers, rate int) string {
 
 func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
 	n, rate := b.cfg.watchers, b.cfg.writeRate
-	run, err := runWireRef(ctx, n, rate, b.cfg.duration, b.cfg.payloadBytes, b.logf)
+	run, err := runWireRef(ctx, n, rate, b.cfg.duration, "bench-watch-"+b.runID+"-ref", b.cfg.payloadBytes, b.logf)
 	if err != nil {
 		return nil, err
 	}

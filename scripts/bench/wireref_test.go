@@ -10,7 +10,7 @@ import (
 
 func TestRunWireRef_EveryEventArrives(t *testing.T) {
 	const watchers, rate = 3, 50
-	run, err := runWireRef(context.Background(), watchers, rate, time.Second, 1024, t.Logf)
+	run, err := runWireRef(context.Background(), watchers, rate, time.Second, "ns1", 1024, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
