@@ -164,6 +164,7 @@ type wireRefRun struct {
 	connected, failed int64
 	connectTime       time.Duration
 	sent, skipped     int64 // events fanned out, and scheduled but not sent by the end
+	closedEarly       int64 // streams ended (or never started) before the readers were stopped
 	maxLag            time.Duration
 	lineBytes         int
 	writeErrs         int64
@@ -248,8 +249,13 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace str
 	waitDelivered(ctx, ws, res.sent, DefaultWatchDrainTimeout)
 	res.elapsed = time.Since(start)
 	res.cpu = selfCPU() - cpu0
-	stopServer()
+	for _, w := range ws {
+		if w.closed.Load() {
+			res.closedEarly++
+		}
+	}
 	stopWatches()
+	stopServer()
 	cs.done.Wait()
 	res.writeErrs = s.writeErrs.Load()
 	return res, nil
@@ -270,7 +276,7 @@ func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
 	r.Workload = wireRefName(n, rate)
 	r.Clients = n
 	h := newHistogram()
-	var received, other, short, missing, closedEarly int64
+	var received, other, short, missing int64
 	for _, w := range run.ws {
 		h.merge(w.hist)
 		got := w.events.Load()
@@ -298,13 +304,8 @@ func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
 	r.note("delivery latency: writer's send time → watcher's receipt; cpu gen is the bench process (server, fan-out and readers)")
 	r.note("%d events sent, %d not sent (writer behind); %d events received, %d watchers got fewer than %d (%d events missing), %d write errors",
 		run.sent, run.skipped, received, short, run.sent, missing, run.writeErrs)
-	for _, w := range run.ws {
-		if w.closed.Load() && w.errorMsg != "" {
-			closedEarly++
-		}
-	}
-	r.note("%d watchers connected in %s, %d failed, %d streams ended with an error; %d other lines",
-		run.connected, run.connectTime.Round(time.Millisecond), run.failed, closedEarly, other)
+	r.note("%d watchers connected in %s, %d failed, %d streams ended early; %d other lines",
+		run.connected, run.connectTime.Round(time.Millisecond), run.failed, run.closedEarly-run.failed, other)
 	r.note("writer's worst send lag behind schedule %s", run.maxLag.Round(time.Millisecond))
 	b.logResult(r)
 	return []Result{r}, nil

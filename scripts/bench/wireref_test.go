@@ -20,8 +20,9 @@ func TestRunWireRef_EveryEventArrives(t *testing.T) {
 	if run.sent == 0 {
 		t.Fatal("no event sent")
 	}
-	if run.connected != watchers || run.failed != 0 || run.writeErrs != 0 {
-		t.Errorf("connected %d, failed %d, write errors %d; want %d, 0, 0", run.connected, run.failed, run.writeErrs, watchers)
+	if run.connected != watchers || run.failed != 0 || run.writeErrs != 0 || run.closedEarly != 0 {
+		t.Errorf("connected %d, failed %d, write errors %d, closed early %d; want %d, 0, 0, 0",
+			run.connected, run.failed, run.writeErrs, run.closedEarly, watchers)
 	}
 	for i, w := range run.ws {
 		if got := w.events.Load(); got != run.sent {
