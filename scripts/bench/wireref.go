@@ -335,6 +335,11 @@ func watchRefRatios(results []Result) []Result {
 		r := Result{Workload: "watch-p99/ref-" + strconv.Itoa(n) + "x" + strconv.Itoa(rate),
 			Value: w.Latency.P99MS / ref.Latency.P99MS, Unit: "×", Target: "≤1.5×"}
 		r.note("edgeapi's delivery p99 %s against the reference's %s", fmtMS(w.Latency.P99MS), fmtMS(ref.Latency.P99MS))
+		if w.ServerCPU > 0 && w.OpsPerSec > 0 && ref.ClientCPUPerOpUS > 0 {
+			srv := w.ServerCPU / w.OpsPerSec * 1e6
+			r.note("CPU per event delivered to one watcher: edgeapi %.1f µs + bench %.1f µs (readers and the creating writer) = %.1f µs; reference %.1f µs (server, fan-out and the same readers, one process)",
+				srv, w.ClientCPUPerOpUS, srv+w.ClientCPUPerOpUS, ref.ClientCPUPerOpUS)
+		}
 		out = append(out, r)
 	}
 	return out
