@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,11 +21,6 @@ import (
 // (connectWatchers, watcher.run), so the client side costs the same; the
 // difference between the two workloads' delivery latency is what edgeapi
 // adds to the bytes a watch server must write.
-
-// wireRefShards is how many goroutines write the fan-out, each to its own
-// share of the connections: one per CPU, so the writing can use every core
-// as a server's could.
-func wireRefShards() int { return max(1, runtime.GOMAXPROCS(0)) }
 
 // wireRefEvent builds the event lines of the reference: what edgeapi sends
 // a watcher of the watch workload for one create, an ADDED event of a
@@ -63,61 +57,35 @@ func (e *wireRefEvent) append(dst []byte, seq, sent int64) []byte {
 	return append(dst, e.tail...)
 }
 
-// wireRefConn is one watch response the fan-out writes to.
+// wireRefConn is one watch response and its queue of lines not yet
+// written. The fan-out appends to the queue; the response's handler
+// goroutine writes what is queued, all of it in one chunk and one flush
+// (one write system call) when it fell behind, as a watch server that
+// coalesces does. A slow reader then delays only itself.
 type wireRefConn struct {
-	w    http.ResponseWriter
-	rc   *http.ResponseController
-	dead bool // a write failed: skipped from then on
-}
-
-// wireRefShard is one fan-out goroutine's share of the connections. Its
-// lock is held while it writes an event to all of them, so a handler that
-// takes it to leave knows no write to its response is under way.
-type wireRefShard struct {
-	mu    sync.Mutex
-	conns []*wireRefConn
-	lines chan []byte
+	mu      sync.Mutex
+	pending [][]byte
+	wake    chan struct{} // capacity 1: lines were queued
 }
 
 // wireRefServer is the reference watch server.
 type wireRefServer struct {
-	shards     []*wireRefShard
+	mu         sync.Mutex
+	conns      []*wireRefConn
 	registered atomic.Int64
-	next       atomic.Int64
+	writes     atomic.Int64 // write system calls (flushes) made
 	writeErrs  atomic.Int64
-	// stop ends every handler; closed after the fan-out has stopped.
+	// stop ends every handler, after it has written what is queued.
 	stop chan struct{}
 	wg   sync.WaitGroup
 }
 
-func newWireRefServer(shards int) *wireRefServer {
-	s := &wireRefServer{stop: make(chan struct{})}
-	for range shards {
-		sh := &wireRefShard{lines: make(chan []byte, 1024)}
-		s.shards = append(s.shards, sh)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			for line := range sh.lines {
-				sh.mu.Lock()
-				for _, c := range sh.conns {
-					if c.dead {
-						continue
-					}
-					if _, err := c.w.Write(line); err != nil || c.rc.Flush() != nil {
-						c.dead = true
-						s.writeErrs.Add(1)
-					}
-				}
-				sh.mu.Unlock()
-			}
-		}()
-	}
-	return s
+func newWireRefServer() *wireRefServer {
+	return &wireRefServer{stop: make(chan struct{})}
 }
 
-// ServeHTTP answers any GET as a watch: headers at once, then whatever the
-// fan-out writes, until the client goes or the server stops.
+// ServeHTTP answers any GET as a watch: headers at once, then every line
+// the fan-out queues, until the client goes or the server stops.
 func (s *wireRefServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
@@ -126,36 +94,65 @@ func (s *wireRefServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	c := &wireRefConn{w: w, rc: rc}
-	sh := s.shards[int(s.next.Add(1)-1)%len(s.shards)]
-	sh.mu.Lock()
-	sh.conns = append(sh.conns, c)
-	sh.mu.Unlock()
+	s.wg.Add(1)
+	defer s.wg.Done()
+	c := &wireRefConn{wake: make(chan struct{}, 1)}
+	s.mu.Lock()
+	s.conns = append(s.conns, c)
+	s.mu.Unlock()
 	s.registered.Add(1)
-	select {
-	case <-r.Context().Done():
-	case <-s.stop:
+	var batch []byte
+	var lines [][]byte
+	for {
+		stopping := false
+		select {
+		case <-c.wake:
+		case <-s.stop:
+			stopping = true
+		case <-r.Context().Done():
+			return
+		}
+		c.mu.Lock()
+		lines, c.pending = c.pending, lines[:0]
+		c.mu.Unlock()
+		if len(lines) > 0 {
+			batch = batch[:0]
+			for _, l := range lines {
+				batch = append(batch, l...)
+			}
+			clear(lines)
+			if _, err := w.Write(batch); err != nil || rc.Flush() != nil {
+				s.writeErrs.Add(1)
+				return
+			}
+			s.writes.Add(1)
+		}
+		if stopping {
+			return
+		}
 	}
-	sh.mu.Lock()
-	c.dead = true
-	sh.mu.Unlock()
 }
 
-// send hands line to every shard.
+// send queues line on every connection.
 func (s *wireRefServer) send(line []byte) {
-	for _, sh := range s.shards {
-		sh.lines <- line
+	s.mu.Lock()
+	conns := s.conns
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.mu.Lock()
+		c.pending = append(c.pending, line)
+		c.mu.Unlock()
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
-// close stops the fan-out once it has written every line sent, then ends
-// the handlers.
+// close has every handler write what is queued and return.
 func (s *wireRefServer) close() {
-	for _, sh := range s.shards {
-		close(sh.lines)
-	}
-	s.wg.Wait()
 	close(s.stop)
+	s.wg.Wait()
 }
 
 // wireRefRun is what one reference run measured.
@@ -170,7 +167,7 @@ type wireRefRun struct {
 	writeErrs         int64
 	elapsed           time.Duration
 	cpu               time.Duration // this process's CPU: server, fan-out and readers
-	shards            int
+	flushes           int64         // write system calls the server made
 }
 
 // runWireRef serves n watches on loopback and fans out events at rate per
@@ -180,8 +177,8 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace str
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	res := &wireRefRun{shards: wireRefShards()}
-	s := newWireRefServer(res.shards)
+	res := &wireRefRun{}
+	s := newWireRefServer()
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	serverClosed := false
@@ -258,6 +255,7 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace str
 	stopServer()
 	cs.done.Wait()
 	res.writeErrs = s.writeErrs.Load()
+	res.flushes = s.writes.Load()
 	return res, nil
 }
 
@@ -300,7 +298,7 @@ func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
 	if received > 0 {
 		r.ClientCPUPerOpUS = float64(run.cpu) / float64(received) / 1e3
 	}
-	r.note("physical-limit reference: no edgeapi; a minimal HTTP/1.1 server in the bench process writes each %d-byte event line to every watch (chunked, one flush per event and watcher, %d writer goroutines), at the watch workload's rate, read by the watch workload's readers", run.lineBytes, run.shards)
+	r.note("physical-limit reference: no edgeapi; a minimal HTTP/1.1 server in the bench process queues each %d-byte event line on every watch, at the watch workload's rate; each watch's goroutine writes what is queued as one chunk and one flush (%d flushes, %.2f events each); read by the watch workload's readers", run.lineBytes, run.flushes, float64(received)/float64(max(run.flushes, 1)))
 	r.note("delivery latency: writer's send time → watcher's receipt; cpu gen is the bench process (server, fan-out and readers)")
 	r.note("%d events sent, %d not sent (writer behind); %d events received, %d watchers got fewer than %d (%d events missing), %d write errors",
 		run.sent, run.skipped, received, short, run.sent, missing, run.writeErrs)
