@@ -338,6 +338,16 @@ func watchRefRatios(results []Result) []Result {
 			r.note("CPU per event delivered to one watcher: edgeapi %.1f µs + bench %.1f µs (readers and the creating writer) = %.1f µs; reference %.1f µs (server, fan-out and the same readers, one process)",
 				srv, w.ClientCPUPerOpUS, srv+w.ClientCPUPerOpUS, ref.ClientCPUPerOpUS)
 		}
+		// Each side delivered at most its sent events to each watcher: 1%
+		// fewer than scheduled means it fell behind the rate, and the two
+		// p99s are then of different loads.
+		want := int64(float64(rate) * w.Seconds)
+		for _, side := range []*Result{w, ref} {
+			if side.Clients > 0 && side.Seconds > 0 && side.Ops/int64(side.Clients) < want*99/100 {
+				r.note("NOT COMPARABLE: %s delivered %d events per watcher of the %d scheduled (it fell behind the rate)",
+					side.Workload, side.Ops/int64(side.Clients), want)
+			}
+		}
 		out = append(out, r)
 	}
 	return out

@@ -71,9 +71,9 @@ func TestWireRefEvent_Append(t *testing.T) {
 
 func TestWatchRefRatios(t *testing.T) {
 	results := []Result{
-		{Workload: "watch-100w-500/s", Latency: &Latency{P99MS: 12}},
+		{Workload: "watch-100w-500/s", Clients: 100, Ops: 100 * 5000, Seconds: 10, Latency: &Latency{P99MS: 12}},
 		{Workload: "watch-writer", Latency: &Latency{P99MS: 3}},
-		{Workload: "watch-ref-100x500", Latency: &Latency{P99MS: 8}},
+		{Workload: "watch-ref-100x500", Clients: 100, Ops: 100 * 4000, Seconds: 10, Latency: &Latency{P99MS: 8}},
 		{Workload: "watch-1000w-1000/s", Latency: &Latency{P99MS: 50}}, // no reference of its size
 	}
 	got := watchRefRatios(results)
@@ -82,5 +82,10 @@ func TestWatchRefRatios(t *testing.T) {
 	}
 	if got[0].Workload != "watch-p99/ref-100x500" || got[0].Value != 1.5 || got[0].Unit != "×" {
 		t.Errorf("ratio = %+v, want watch-p99/ref-100x500 1.5 ×", got[0])
+	}
+	notes := strings.Join(got[0].Notes, "; ")
+	if !strings.Contains(notes, "NOT COMPARABLE: watch-ref-100x500 delivered 4000 events per watcher of the 5000") ||
+		strings.Contains(notes, "watch-100w-500/s delivered") {
+		t.Errorf("notes %q: want only the reference flagged as behind the rate", notes)
 	}
 }
