@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -57,35 +58,90 @@ func (e *wireRefEvent) append(dst []byte, seq, sent int64) []byte {
 	return append(dst, e.tail...)
 }
 
-// wireRefConn is one watch response and its queue of lines not yet
-// written. The fan-out appends to the queue; the response's handler
-// goroutine writes what is queued, all of it in one chunk and one flush
-// (one write system call) when it fell behind, as a watch server that
-// coalesces does. A slow reader then delays only itself.
+// wireRefShards is how many goroutines write the fan-out, each to its own
+// share of the connections: one per CPU the process may use.
+func wireRefShards() int { return max(1, runtime.GOMAXPROCS(0)) }
+
+// wireRefConn is one watch response the fan-out writes to.
 type wireRefConn struct {
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	dead bool // a write failed: skipped from then on
+}
+
+// wireRefShard is one writer goroutine's share of the connections and the
+// lines queued for them since its last round. A round writes everything
+// queued to each connection in turn, as one chunk and one flush (one write
+// system call), so a writer that fell behind catches up in larger writes,
+// and no goroutine is woken per connection and event.
+type wireRefShard struct {
 	mu      sync.Mutex
-	pending [][]byte
+	conns   []*wireRefConn
+	pending []byte
+	// writing is held for a round, and by a handler that leaves, so that
+	// no round writes to a response whose handler returned.
+	writing sync.Mutex
 	wake    chan struct{} // capacity 1: lines were queued
 }
 
 // wireRefServer is the reference watch server.
 type wireRefServer struct {
-	mu         sync.Mutex
-	conns      []*wireRefConn
+	shards     []*wireRefShard
 	registered atomic.Int64
-	writes     atomic.Int64 // write system calls (flushes) made
+	next       atomic.Int64
+	writes     atomic.Int64 // flushes (write system calls) made
 	writeErrs  atomic.Int64
-	// stop ends every handler, after it has written what is queued.
-	stop chan struct{}
-	wg   sync.WaitGroup
+	stop       chan struct{} // the writers write what is queued and end
+	done       chan struct{} // closed once they have: the handlers return
+	wg         sync.WaitGroup
 }
 
-func newWireRefServer() *wireRefServer {
-	return &wireRefServer{stop: make(chan struct{})}
+func newWireRefServer(shards int) *wireRefServer {
+	s := &wireRefServer{stop: make(chan struct{}), done: make(chan struct{})}
+	for range shards {
+		sh := &wireRefShard{wake: make(chan struct{}, 1)}
+		s.shards = append(s.shards, sh)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			var batch []byte
+			for {
+				stopping := false
+				select {
+				case <-sh.wake:
+				case <-s.stop:
+					stopping = true
+				}
+				sh.writing.Lock()
+				sh.mu.Lock()
+				batch, sh.pending = sh.pending, batch[:0]
+				conns := sh.conns
+				sh.mu.Unlock()
+				if len(batch) > 0 {
+					for _, c := range conns {
+						if c.dead {
+							continue
+						}
+						if _, err := c.w.Write(batch); err != nil || c.rc.Flush() != nil {
+							c.dead = true
+							s.writeErrs.Add(1)
+							continue
+						}
+						s.writes.Add(1)
+					}
+				}
+				sh.writing.Unlock()
+				if stopping {
+					return
+				}
+			}
+		}()
+	}
+	return s
 }
 
-// ServeHTTP answers any GET as a watch: headers at once, then every line
-// the fan-out queues, until the client goes or the server stops.
+// ServeHTTP answers any GET as a watch: headers at once, then whatever the
+// fan-out writes, until the client goes or the server stops.
 func (s *wireRefServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
@@ -94,65 +150,39 @@ func (s *wireRefServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := rc.Flush(); err != nil {
 		return
 	}
-	s.wg.Add(1)
-	defer s.wg.Done()
-	c := &wireRefConn{wake: make(chan struct{}, 1)}
-	s.mu.Lock()
-	s.conns = append(s.conns, c)
-	s.mu.Unlock()
+	c := &wireRefConn{w: w, rc: rc}
+	sh := s.shards[int(s.next.Add(1)-1)%len(s.shards)]
+	sh.mu.Lock()
+	sh.conns = append(sh.conns, c)
+	sh.mu.Unlock()
 	s.registered.Add(1)
-	var batch []byte
-	var lines [][]byte
-	for {
-		stopping := false
-		select {
-		case <-c.wake:
-		case <-s.stop:
-			stopping = true
-		case <-r.Context().Done():
-			return
-		}
-		c.mu.Lock()
-		lines, c.pending = c.pending, lines[:0]
-		c.mu.Unlock()
-		if len(lines) > 0 {
-			batch = batch[:0]
-			for _, l := range lines {
-				batch = append(batch, l...)
-			}
-			clear(lines)
-			if _, err := w.Write(batch); err != nil || rc.Flush() != nil {
-				s.writeErrs.Add(1)
-				return
-			}
-			s.writes.Add(1)
-		}
-		if stopping {
-			return
-		}
+	select {
+	case <-r.Context().Done():
+	case <-s.done:
 	}
+	sh.writing.Lock()
+	c.dead = true
+	sh.writing.Unlock()
 }
 
-// send queues line on every connection.
+// send queues line for every connection.
 func (s *wireRefServer) send(line []byte) {
-	s.mu.Lock()
-	conns := s.conns
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.mu.Lock()
-		c.pending = append(c.pending, line)
-		c.mu.Unlock()
+	for _, sh := range s.shards {
+		sh.mu.Lock()
+		sh.pending = append(sh.pending, line...)
+		sh.mu.Unlock()
 		select {
-		case c.wake <- struct{}{}:
+		case sh.wake <- struct{}{}:
 		default:
 		}
 	}
 }
 
-// close has every handler write what is queued and return.
+// close has the writers write what is queued, then ends the handlers.
 func (s *wireRefServer) close() {
 	close(s.stop)
 	s.wg.Wait()
+	close(s.done)
 }
 
 // wireRefRun is what one reference run measured.
@@ -168,6 +198,7 @@ type wireRefRun struct {
 	elapsed           time.Duration
 	cpu               time.Duration // this process's CPU: server, fan-out and readers
 	flushes           int64         // write system calls the server made
+	shards            int           // writer goroutines
 }
 
 // runWireRef serves n watches on loopback and fans out events at rate per
@@ -177,8 +208,8 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace str
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
 	}
-	res := &wireRefRun{}
-	s := newWireRefServer()
+	res := &wireRefRun{shards: wireRefShards()}
+	s := newWireRefServer(res.shards)
 	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	serverClosed := false
@@ -298,7 +329,7 @@ func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
 	if received > 0 {
 		r.ClientCPUPerOpUS = float64(run.cpu) / float64(received) / 1e3
 	}
-	r.note("physical-limit reference: no edgeapi; a minimal HTTP/1.1 server in the bench process queues each %d-byte event line on every watch, at the watch workload's rate; each watch's goroutine writes what is queued as one chunk and one flush (%d flushes, %.2f events each); read by the watch workload's readers", run.lineBytes, run.flushes, float64(received)/float64(max(run.flushes, 1)))
+	r.note("physical-limit reference: no edgeapi; a minimal HTTP/1.1 server in the bench process queues each %d-byte event line for every watch, at the watch workload's rate; %d writer goroutines, each for its share of the watches, write what is queued to each watch as one chunk and one flush (%d flushes, %.2f events each); read by the watch workload's readers", run.lineBytes, run.shards, run.flushes, float64(received)/float64(max(run.flushes, 1)))
 	r.note("delivery latency: writer's send time → watcher's receipt; cpu gen is the bench process (server, fan-out and readers)")
 	r.note("%d events sent, %d not sent (writer behind); %d events received, %d watchers got fewer than %d (%d events missing), %d write errors",
 		run.sent, run.skipped, received, short, run.sent, missing, run.writeErrs)
