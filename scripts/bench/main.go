@@ -14,7 +14,8 @@
 //	go run ./scripts/bench --server http://127.0.0.1:6443 --pid 1234
 //
 // Workloads (--workloads, comma separated; see -help): create, get, rmw,
-// list by default; apply, patch, watch, watch-idle, watch-resume,
+// list by default; apply, patch, watch, watch-ref (its physical-limit reference, no
+// daemon involved), watch-idle, watch-resume,
 // paged-list, compaction, backup, big (--big adds it), and the TLS comparisons
 // tls, tls-watch and tls-handshake on request.
 //
@@ -439,6 +440,7 @@ func (b *bench) finish(repoDir string, runErr error) error {
 			r.Commit += " (HEAD of " + repoDir + ")"
 		}
 	}
+	r.Results = append(r.Results, watchRefRatios(r.Results)...)
 	printReport(os.Stdout, r)
 	if b.cfg.jsonPath != "" {
 		if err := writeJSON(b.cfg.jsonPath, r); err != nil {

@@ -31,6 +31,7 @@ var workloads = []workload{
 	{"apply", "server-side apply: --apply-clients managers each re-apply their own ~1 KiB ConfigMap with a changing value", false, runApply},
 	{"patch", "JSON merge PATCH of one data key, --patch-clients clients each on its own object", false, runPatch},
 	{"watch", "--watchers watches on one namespace while a writer creates at --write-rate; per-event delivery latency", false, runWatch},
+	{"watch-ref", "physical-limit reference for watch: --watchers loopback HTTP/1.1 streams from a minimal server in the bench process, each event line written to all at --write-rate; no edgeapi. With watch in the same run, the ratio of p99s", false, runWatchRef},
 	{"watch-idle", "RSS with --idle-watchers idle watches open, then one event delivered to all", false, runWatchIdle},
 	{"watch-resume", "a watch from --bulk-objects events back (beyond the ring: the change log) catches up; events/s", false, runWatchResume},
 	{"paged-list", "full LIST of --bulk-objects ConfigMaps at --page-limit per page, following continue tokens", false, runPagedList},
