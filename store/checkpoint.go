@@ -336,6 +336,16 @@ func (g *readGate) hold(ctx context.Context, timeout time.Duration) (release fun
 		g.mu.Unlock()
 		return release, true
 	}
+	if !g.awaitReads(ctx, timeout) {
+		return nil, false
+	}
+	return release, true
+}
+
+// awaitReads, called with g.mu held (it returns with it released), waits
+// until the read transactions in flight have ended (the last one closes
+// the gate), timeout passes or ctx ends, and reports whether they ended.
+func (g *readGate) awaitReads(ctx context.Context, timeout time.Duration) bool {
 	want := make(chan struct{})
 	g.want = want
 	g.mu.Unlock()
@@ -344,17 +354,17 @@ func (g *readGate) hold(ctx context.Context, timeout time.Duration) (release fun
 	defer t.Stop()
 	select {
 	case <-want:
-		return release, true
+		return true
 	case <-t.C:
 	case <-ctx.Done():
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.want == want { // still waiting: give up
-		g.want = nil
-		return nil, false
+	if g.want != want {
+		return true // the last read ended just now
 	}
-	return release, true // the gate closed just now
+	g.want = nil // still waiting: give up
+	return false
 }
 
 // drain closes the gate at once, so that new read transactions wait, and
@@ -379,27 +389,11 @@ func (g *readGate) drain(ctx context.Context, timeout time.Duration) (release fu
 		g.mu.Unlock()
 		return release, true
 	}
-	want := make(chan struct{})
-	g.want = want
-	g.mu.Unlock()
-
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	select {
-	case <-want:
-		return release, true
-	case <-t.C:
-	case <-ctx.Done():
+	if !g.awaitReads(ctx, timeout) {
+		release()
+		return nil, false
 	}
-	g.mu.Lock()
-	if g.want != want {
-		g.mu.Unlock()
-		return release, true // the last read ended just now
-	}
-	g.want = nil
-	g.mu.Unlock()
-	release()
-	return nil, false
+	return release, true
 }
 
 // checkpointResult is what PRAGMA wal_checkpoint reports.

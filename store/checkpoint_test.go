@@ -26,12 +26,12 @@ func withCheckpointThresholds(t *testing.T, pages, restart int) {
 func TestDB_Checkpointer(t *testing.T) {
 	const restartPages = 64
 	withCheckpointThresholds(t, 16, restartPages)
-	// Past four times the reset threshold a reset no longer waits for a
+	// Past twice the reset threshold a reset no longer waits for a
 	// pause in the readers below, as past 128 MiB in the daemon: without
 	// it, on a slow machine (armv7 under qemu) the readers never paused
 	// long enough and the WAL passed the bound checked below.
 	defer func(n int) { walForcePages = n }(walForcePages)
-	walForcePages = 4 * restartPages
+	walForcePages = 2 * restartPages
 	defer func(n int) { compactChunk = n }(compactChunk)
 	compactChunk = 20
 
