@@ -89,11 +89,7 @@ func BenchmarkMetrics_record(b *testing.B) {
 // TestServer_Metrics serves requests through a server with Metrics and
 // checks the exposition of the registry, parsed as Prometheus parses it.
 func TestServer_Metrics(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +15,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/edgeapi/edgeapi/registry"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 // gather returns reg's families by name.
@@ -38,11 +36,7 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily
 // kind's group, version and resource, and apiserver_watch_events_sizes
 // has their sizes in kube-apiserver's buckets.
 func TestServer_WatchEventMetrics(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {
@@ -193,11 +187,7 @@ func TestMetrics_watchAndTerminateAllocs(t *testing.T) {
 // arrive within RequestTimeout gets a 504, counted in
 // apiserver_request_terminations_total.
 func TestServer_BodyTimeoutTermination(t *testing.T) {
-	db, err := store.Open(context.Background(), store.Config{Path: filepath.Join(t.TempDir(), "test.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
+	db := openTestStore(t)
 	reg := prometheus.NewRegistry()
 	m, err := NewMetrics(reg)
 	if err != nil {
