@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"modernc.org/sqlite" // also registers the "sqlite" driver
+
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // The sqlite-ref workload is the reference the create workload is compared
@@ -30,36 +32,6 @@ const sqliteRefRowsPerTxn = 64
 // wakes its checkpointer: 1 MiB at 4 KiB pages, like the daemon's
 // checkpointPages.
 const sqliteRefCheckpointPages = 256
-
-// sqliteRefSchema is the store's schema (store/schema.go): the objects
-// table, the change log and its index, and the meta table that holds the
-// revision.
-var sqliteRefSchema = []string{
-	`CREATE TABLE objects (
-	resource   TEXT    NOT NULL,
-	namespace  TEXT    NOT NULL,
-	name       TEXT    NOT NULL,
-	uid        TEXT    NOT NULL,
-	create_rev INTEGER NOT NULL,
-	mod_rev    INTEGER NOT NULL,
-	value      BLOB    NOT NULL,
-	PRIMARY KEY (resource, namespace, name)
-)`,
-	`CREATE TABLE changelog (
-	rev          INTEGER PRIMARY KEY,
-	type         INTEGER NOT NULL,
-	resource     TEXT    NOT NULL,
-	namespace    TEXT    NOT NULL,
-	name         TEXT    NOT NULL,
-	uid          TEXT    NOT NULL,
-	create_rev   INTEGER NOT NULL,
-	prev_mod_rev INTEGER NOT NULL,
-	value        BLOB    NOT NULL,
-	prev_value   BLOB
-)`,
-	`CREATE INDEX changelog_resource_rev ON changelog (resource, rev)`,
-	`CREATE TABLE meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID`,
-}
 
 // The statements of one create, as the store's writer runs them
 // (store/groupcommit.go), and the revision written once per transaction.
@@ -172,6 +144,15 @@ func findResult(rep *Report, workload string) *Result {
 // duration. Ops are rows; the latency histogram is per transaction
 // (BEGIN to the end of COMMIT, fsync included).
 func sqliteRefLoop(ctx context.Context, path string, duration time.Duration, payloadBytes int, runID string) (Result, error) {
+	// The store itself creates the database, so the loop writes the
+	// store's own schema.
+	sdb, err := store.Open(ctx, store.Config{Path: path})
+	if err != nil {
+		return Result{}, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := sdb.Close(); err != nil {
+		return Result{}, fmt.Errorf("create %s: %w", path, err)
+	}
 	db, err := sql.Open("sqlite", sqliteRefDSN(path, true))
 	if err != nil {
 		return Result{}, fmt.Errorf("open %s: %w", path, err)
@@ -193,11 +174,6 @@ func sqliteRefLoop(ctx context.Context, path string, duration time.Duration, pay
 	}
 	if mode != "wal" || syncMode != 2 {
 		return Result{}, fmt.Errorf("check pragmas: journal_mode=%s synchronous=%d, want wal and 2 (FULL)", mode, syncMode)
-	}
-	for _, s := range sqliteRefSchema {
-		if _, err := conn.ExecContext(ctx, s); err != nil {
-			return Result{}, fmt.Errorf("create schema: %w", err)
-		}
 	}
 	var stmts [5]*sql.Stmt
 	for i, text := range []string{"BEGIN IMMEDIATE", "COMMIT", sqliteRefInsertObject, sqliteRefInsertChange, sqliteRefSetMeta} {
