@@ -374,3 +374,76 @@ func TestTLS_Watch(t *testing.T) {
 		})
 	}
 }
+
+// TestTLS_SessionResumption: a client that keeps a session cache (as
+// kubectl's and client-go's transports can) resumes its TLS session on a
+// new connection instead of paying a full handshake, and the resumed
+// connection is still the same client-certificate user: the certificate
+// travels in the session ticket and is verified against the client CA on
+// every request.
+func TestTLS_SessionResumption(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t, DaemonOptions{TLS: true})
+	cfg := d.RESTConfig()
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, proto := range []string{"h2", "http/1.1"} {
+		t.Run(proto, func(t *testing.T) {
+			c := tlsCfg.Clone()
+			c.NextProtos = []string{proto}
+			c.ClientSessionCache = tls.NewLRUClientSessionCache(8)
+			tr := &http.Transport{TLSClientConfig: c, ForceAttemptHTTP2: proto == "h2"}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr, Timeout: requestTimeout}
+
+			// whoami posts a SelfSubjectReview and returns who the daemon
+			// says the client is, and whether the connection resumed.
+			whoami := func() (user string, resumed bool) {
+				t.Helper()
+				body := `{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`
+				resp, err := client.Post(cfg.Host+"/apis/authentication.k8s.io/v1/selfsubjectreviews", "application/json", strings.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != http.StatusCreated {
+					t.Fatalf("SelfSubjectReview: status %d: %s", resp.StatusCode, raw)
+				}
+				if got := resp.Proto; (proto == "h2") != (got == "HTTP/2.0") {
+					t.Fatalf("asked for %s, got %s", proto, got)
+				}
+				var review struct {
+					Status struct {
+						UserInfo struct {
+							Username string `json:"username"`
+						} `json:"userInfo"`
+					} `json:"status"`
+				}
+				if err := json.Unmarshal(raw, &review); err != nil {
+					t.Fatalf("decode %s: %v", raw, err)
+				}
+				return review.Status.UserInfo.Username, resp.TLS.DidResume
+			}
+
+			first, resumed := whoami()
+			if first == "" || first == "system:anonymous" {
+				t.Fatalf("first connection: user %q, want the kubeconfig's certificate user", first)
+			}
+			if resumed {
+				t.Fatal("first connection resumed a session that was never made")
+			}
+			// A new connection: the first one is closed once idle.
+			tr.CloseIdleConnections()
+			second, resumed := whoami()
+			if !resumed {
+				t.Error("second connection did a full handshake, want a resumed session")
+			}
+			if second != first {
+				t.Errorf("resumed connection: user %q, want %q", second, first)
+			}
+		})
+	}
+}
