@@ -65,6 +65,9 @@ const (
 	// DefaultRequestTimeout bounds how long a client may take to send a
 	// request body, like kube-apiserver's --request-timeout (1m).
 	DefaultRequestTimeout = time.Minute
+	// DefaultResponseCompression compresses large responses for clients
+	// on other machines only (see httpapi.CompressRemote).
+	DefaultResponseCompression = "remote"
 	// DefaultDiskReserve is the space set aside beside the database, given
 	// up when the file system fills so that deletes can still free space.
 	DefaultDiskReserve = 16 << 20
@@ -118,6 +121,10 @@ type serveConfig struct {
 	// RequestTimeout bounds the time a client may take to send a request
 	// body.
 	RequestTimeout duration `json:"request-timeout"`
+	// ResponseCompression is which clients that ask for gzip get
+	// responses over 128 KiB compressed: "remote" (those not on loopback
+	// or the Unix socket), "all" (kube-apiserver's behaviour) or "off".
+	ResponseCompression string `json:"response-compression"`
 	// MaxRequestsInflight bounds the GET and HEAD requests served at once,
 	// watches aside; 0 is no bound.
 	MaxRequestsInflight int `json:"max-requests-inflight"`
@@ -260,6 +267,13 @@ func (c *serveConfig) hasAuthorizationMode(mode string) bool {
 }
 
 // tlsVersions maps kube-apiserver's --tls-min-version values to Go's.
+// compressionModes maps --response-compression's values to the API's.
+var compressionModes = map[string]httpapi.CompressionMode{
+	"remote": httpapi.CompressRemote,
+	"all":    httpapi.CompressAll,
+	"off":    httpapi.CompressOff,
+}
+
 var tlsVersions = map[string]uint16{
 	"VersionTLS10": tls.VersionTLS10,
 	"VersionTLS11": tls.VersionTLS11,
@@ -280,6 +294,7 @@ func defaultServeConfig() serveConfig {
 		CompactionInterval:          duration(DefaultCompactionInterval),
 		MaxRequestBody:              byteSize(DefaultMaxRequestBody),
 		RequestTimeout:              duration(DefaultRequestTimeout),
+		ResponseCompression:         DefaultResponseCompression,
 		MaxRequestsInflight:         DefaultMaxRequestsInflight,
 		MaxMutatingRequestsInflight: DefaultMaxMutatingRequestsInflight,
 		MaxWatches:                  budgetFor(DefaultMemoryLimit).MaxWatches,
@@ -339,6 +354,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.IntVar(&cfg.MaxMutatingRequestsInflight, "max-mutating-requests-inflight", cfg.MaxMutatingRequestsInflight, "answer 429 to other requests past this `number` served at once; 0 is no limit")
 	fs.IntVar(&cfg.MaxWatches, "max-watches", cfg.MaxWatches, "answer 429 to watches past this `number` served at once; 0 is no limit; unless set, --memory-limit / 128Ki")
 	fs.IntVar(&cfg.MaxWatchesPerUser, "max-watches-per-user", cfg.MaxWatchesPerUser, "answer 429 to a user's watches past this `number` of theirs served at once; 0 is no limit; unless set, --memory-limit / 256Ki")
+	fs.StringVar(&cfg.ResponseCompression, "response-compression", cfg.ResponseCompression, "gzip responses over 128 KiB for clients that ask (client-go and kubectl do) when they are: `remote` (not on loopback or the Unix socket), all (as kube-apiserver), or off")
 	fs.Var(&cfg.RequestTimeout, "request-timeout", "fail a request whose body has not arrived within this `duration` with 504 Timeout (e.g. 1m)")
 	fs.Var(&cfg.MemoryLimit, "memory-limit", "memory budget: sets the Go runtime's soft memory limit and sizes SQLite's page caches, the watch cache, the object cache and the watch bounds from it (at least 32Mi; 0: no Go limit, caches sized as for the default; GOMEMLIMIT, when set, wins for the Go limit)")
 	fs.Var(&cfg.DiskReserve, "disk-reserve", "keep this `size` of disk space in reserve beside the database, given up when the disk fills so that deletes still work (0: none)")
@@ -510,6 +526,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.DiskReserve < 0 {
 		return fmt.Errorf("invalid disk-reserve %v: must not be negative", c.DiskReserve)
+	}
+	if _, ok := compressionModes[c.ResponseCompression]; !ok {
+		return fmt.Errorf("invalid response-compression %q: want remote, all or off", c.ResponseCompression)
 	}
 	if c.RequestTimeout <= 0 {
 		return fmt.Errorf("invalid request-timeout %v: must be positive", c.RequestTimeout)

@@ -48,13 +48,14 @@ max-request-body: 1Mi
 			name: "flags",
 			args: []string{"--data-dir", "/tmp/x", "--listen", "127.0.0.1:0", "--log-level", "warn", "--log-format", "json",
 				"--event-ttl", "30m", "--compaction-interval", "10s", "--max-request-body", "512Ki", "--request-timeout", "2s",
-				"--disk-reserve", "0"},
+				"--disk-reserve", "0", "--response-compression", "all"},
 			want: func(c *serveConfig) {
 				c.DataDir, c.Listen, c.LogLevel, c.LogFormat = "/tmp/x", "127.0.0.1:0", "warn", "json"
 				c.EventTTL, c.CompactionInterval = duration(30*time.Minute), duration(10*time.Second)
 				c.MaxRequestBody = 512 << 10
 				c.RequestTimeout = duration(2 * time.Second)
 				c.DiskReserve = 0
+				c.ResponseCompression = "all"
 			},
 		},
 		{
@@ -120,6 +121,7 @@ max-request-body: 1Mi
 		{name: "bad log format", args: []string{"--log-format", "text"}, wantErr: `invalid log-format "text"`},
 		{name: "bad listen", args: []string{"--listen", "6443"}, wantErr: "invalid listen address"},
 		{name: "zero ttl", args: []string{"--event-ttl", "0s"}, wantErr: "invalid event-ttl"},
+		{name: "unknown response compression", args: []string{"--response-compression", "gzip"}, wantErr: "invalid response-compression"},
 		{name: "zero request timeout", args: []string{"--request-timeout", "0s"}, wantErr: "invalid request-timeout"},
 		{name: "negative disk reserve", args: []string{"--disk-reserve", "-1"}, wantErr: "disk-reserve"},
 		{name: "negative memory limit", args: []string{"--memory-limit", "-1"}, wantErr: "memory-limit"},

@@ -221,6 +221,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		MaxRequestBodyBytes: int64(cfg.MaxRequestBody),
 		ServerAddress:       addr,
 		RequestTimeout:      time.Duration(cfg.RequestTimeout),
+		ResponseCompression: compressionModes[cfg.ResponseCompression],
 		IdleTimeout:         DefaultIdleTimeout,
 		Tokens:              d.saTokens.issuer,
 		Authorizer:          d.auth.authorizer,

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -169,6 +171,10 @@ type DaemonOptions struct {
 	// which Addr, URL and Kubeconfig name: tests that are not about
 	// security use that, as issue 11 allows.
 	TLS bool
+	// ListenHost, with TLS, is the host of --listen (127.0.0.1 when
+	// empty); Addr stays on loopback. "0.0.0.0" lets a test reach the
+	// daemon from this machine's other addresses, as a remote client.
+	ListenHost string
 	// SysProcAttr, when set, is the daemon process's (for example a user
 	// namespace of its own).
 	SysProcAttr *syscall.SysProcAttr
@@ -235,7 +241,7 @@ func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error)
 	if o.TLS {
 		d.URL = "https://" + d.Addr
 		d.Kubeconfig = filepath.Join(o.DataDir, "kubeconfig")
-		args = append(args, "--listen", d.Addr)
+		args = append(args, "--listen", net.JoinHostPort(cmp.Or(o.ListenHost, "127.0.0.1"), strconv.Itoa(port)))
 	} else {
 		d.URL = "http://" + d.Addr
 		d.Kubeconfig = filepath.Join(o.DataDir, "kubeconfig-insecure")

@@ -240,7 +240,7 @@ func (s *Server) readBody(c echo.Context) ([]byte, error) {
 			// counts the 504.
 			s.recordTermination(c.Request(), http.StatusGatewayTimeout)
 		}
-		return nil, errRequestTimeout() // see Server.serveWithBodyDeadline
+		return nil, errRequestTimeout() // see Server.withBodyDeadline
 	}
 	if err != nil {
 		return nil, apierrors.NewBadRequest("read request body: " + err.Error())

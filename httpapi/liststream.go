@@ -254,12 +254,17 @@ func setContinue(lm *metav1.ListMeta, useLimit bool, last store.ListResult, objs
 
 // flushWriter gathers output and writes it in chunks of listFlushBytes.
 type flushWriter struct {
-	w   http.ResponseWriter
-	buf []byte
+	w     http.ResponseWriter
+	buf   []byte
+	wrote bool
 }
 
+// maybeFlush writes what is gathered once it reaches listFlushBytes; the
+// first write waits for more than gzipThreshold, so that a list that large
+// is compressed as a whole when the client asks (see compress.go), as
+// kube-apiserver compresses it, and a smaller one is not.
 func (f *flushWriter) maybeFlush() error {
-	if len(f.buf) < listFlushBytes {
+	if len(f.buf) < listFlushBytes || !f.wrote && len(f.buf) <= gzipThreshold {
 		return nil
 	}
 	return f.flush()
@@ -268,6 +273,7 @@ func (f *flushWriter) maybeFlush() error {
 func (f *flushWriter) flush() error {
 	_, err := f.w.Write(f.buf)
 	f.buf = f.buf[:0]
+	f.wrote = true
 	return err
 }
 

@@ -58,6 +58,10 @@ type Config struct {
 	// body, like kube-apiserver's --request-timeout; zero means no bound.
 	// A body still unread then fails the request with 504 Timeout.
 	RequestTimeout time.Duration
+	// ResponseCompression says which clients that ask for gzip get
+	// responses over 128 KiB compressed (CompressRemote when zero; see
+	// compress.go).
+	ResponseCompression CompressionMode
 	// MaxLargeRequests is how many requests with a body over 256 KiB are
 	// processed at once (DefaultMaxLargeRequests when zero); others wait.
 	MaxLargeRequests int
@@ -193,10 +197,21 @@ func New(cfg Config) (*Server, error) {
 
 // Handler returns the HTTP handler serving the API.
 func (s *Server) Handler() http.Handler {
-	if s.cfg.RequestTimeout <= 0 {
-		return s.echo
+	return http.HandlerFunc(s.serveHTTP)
+}
+
+// serveHTTP serves r: under the body deadline, and with a large response
+// compressed when the client asks (see compress.go).
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.RequestTimeout > 0 {
+		r = s.withBodyDeadline(w, r)
 	}
-	return http.HandlerFunc(s.serveWithBodyDeadline)
+	if s.wantsCompression(r) {
+		cw := newCompressWriter(w)
+		defer cw.finish()
+		w = cw
+	}
+	s.echo.ServeHTTP(w, r)
 }
 
 // HandoffListener returns the listener through which the connections of
@@ -207,28 +222,26 @@ func (s *Server) Handler() http.Handler {
 // net/http cannot serve a connection a watch took over.
 func (s *Server) HandoffListener() net.Listener { return s.handoff }
 
-// serveWithBodyDeadline bounds the time a client may take to send the
-// request body by RequestTimeout, with a read deadline on the connection
-// that is lifted once the body is read. Without it, a client trickling a
-// body would hold its connection and handler for as long as it likes:
-// http.Server bounds only the header (ReadHeaderTimeout), and its
-// ReadTimeout would also end watches, whose connection reads run all
-// along. A request without a body sets no deadline at all.
-func (s *Server) serveWithBodyDeadline(w http.ResponseWriter, r *http.Request) {
+// withBodyDeadline bounds the time a client may take to send the request
+// body by RequestTimeout, with a read deadline on the connection that is
+// lifted once the body is read; it returns r with that body. Without it,
+// a client trickling a body would hold its connection and handler for as
+// long as it likes: http.Server bounds only the header
+// (ReadHeaderTimeout), and its ReadTimeout would also end watches, whose
+// connection reads run all along. A request without a body sets no
+// deadline at all.
+func (s *Server) withBodyDeadline(w http.ResponseWriter, r *http.Request) *http.Request {
 	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
-		s.echo.ServeHTTP(w, r)
-		return
+		return r
 	}
 	// net/http's ResponseWriter has the method ResponseController calls,
 	// without the controller's allocation.
 	rd, ok := w.(readDeadliner)
 	if !ok || rd.SetReadDeadline(time.Now().Add(s.cfg.RequestTimeout)) != nil {
-		// Not a connection net/http can bound (a test recorder).
-		s.echo.ServeHTTP(w, r)
-		return
+		return r // not a connection net/http can bound (a test recorder)
 	}
 	r.Body = &deadlineBody{ReadCloser: r.Body, rd: rd}
-	s.echo.ServeHTTP(w, r)
+	return r
 }
 
 type readDeadliner interface{ SetReadDeadline(time.Time) error }
