@@ -1439,6 +1439,9 @@ func (g *hostileGen) finish(r *hostileReq) {
 	if r.headerValue("Accept") == "" && g.chance(0.2) {
 		r.setHeader("Accept", pickOf(g, []string{"application/json", "application/yaml", "application/vnd.kubernetes.protobuf", "application/json;as=Table;g=meta.k8s.io;v=v1"}))
 	}
+	if r.headerValue("Accept-Encoding") == "" && g.chance(0.3) {
+		r.setHeader("Accept-Encoding", "gzip") // as Go's transport asks
+	}
 	if r.rawBytes != nil {
 		return // a request line no server can take for a write
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,7 +147,9 @@ func TestHostileClients(t *testing.T) {
 		"  - secretbox:\n      keys:\n      - name: hostile\n        secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n  - identity: {}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"--request-timeout", hostileDaemonRequestTimeout.String(), "--encryption-provider-config", encCfg}
+	// Large answers are gzipped for the requests that ask (as for a
+	// client on another machine), so that compression is under test too.
+	args := []string{"--request-timeout", hostileDaemonRequestTimeout.String(), "--encryption-provider-config", encCfg, "--response-compression", "all"}
 	if v := os.Getenv("EDGEAPI_HOSTILE_PPROF"); v != "" {
 		args = append(args, "--debug-pprof", v)
 	}
@@ -224,8 +227,14 @@ func hostileSetup(t *testing.T, d *Daemon) *hostileFixture {
 		fx.namespaces = append(fx.namespaces, ns)
 		uid := func(resource, name, u string) { fx.uids[ns+"/"+resource+"/"+name] = u }
 
+		data0 := map[string]string{"k": "v", "multi": "a\nb"}
+		if i == 0 {
+			// Over 128 KiB, so that its GETs and lists that ask for
+			// gzip get it gzipped.
+			data0["big"] = strings.Repeat("hostile ", 20000)
+		}
 		cm0, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm-0",
-			Labels: map[string]string{"app": "hostile", "n": "0"}}, Data: map[string]string{"k": "v", "multi": "a\nb"}}, metav1.CreateOptions{})
+			Labels: map[string]string{"app": "hostile", "n": "0"}}, Data: data0}, metav1.CreateOptions{})
 		must("cm-0", err)
 		uid("configmaps", "cm-0", string(cm0.UID))
 		owner := func(name string, u string, controller bool) []metav1.OwnerReference {
@@ -437,6 +446,7 @@ type hostileRun struct {
 	byCatCode  map[string]map[string]int
 	failures   int
 	sent       int
+	gzipped    int      // answers that came gzipped
 	closed     []string // the first requests answered by a closed connection
 
 	stopped  atomic.Bool // too many failures
@@ -470,6 +480,8 @@ type hostileResult struct {
 	// connection closed without an answer), or "" for an answer.
 	outcome string
 	err     error
+	// badGzip is why a gzipped body did not decompress.
+	badGzip error
 }
 
 func (run *hostileRun) sendAll(fx *hostileFixture, indices []int) {
@@ -559,7 +571,23 @@ func (run *hostileRun) send(r *hostileReq) hostileResult {
 	if err != nil {
 		return hostileErr(err, hung.Load())
 	}
+	res.gunzip(req.Method)
 	return res
+}
+
+// gunzip decompresses a gzipped body in place. A compressed answer must
+// decompress (badGzip says why it did not); what it holds is checked as
+// any other.
+// A HEAD answer has no body to decompress.
+func (res *hostileResult) gunzip(method string) {
+	if res.header.Get("Content-Encoding") != "gzip" || method == http.MethodHead {
+		return
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(res.body))
+	if err == nil {
+		res.body, err = io.ReadAll(zr)
+	}
+	res.badGzip = err
 }
 
 // hostileNeedsRaw reports whether net/http's client would refuse or
@@ -670,6 +698,7 @@ func (run *hostileRun) sendRaw(r *hostileReq, trickle func(net.Conn, []byte)) ho
 	if res.body, err = io.ReadAll(resp.Body); err != nil {
 		return hostileErr(err, false)
 	}
+	res.gunzip(method)
 	return res
 }
 
@@ -694,6 +723,9 @@ func (run *hostileRun) check(r *hostileReq, res hostileResult) (problem, label s
 			return "", "closed"
 		}
 		return fmt.Sprintf("connection closed without an answer: %v", res.err), "closed"
+	}
+	if res.badGzip != nil {
+		return fmt.Sprintf("status %d with a gzipped body that does not decompress: %v", res.status, res.badGzip), "bad-gzip"
 	}
 	label = strconv.Itoa(res.status)
 	if r.stream && res.status == http.StatusOK {
@@ -782,6 +814,9 @@ func (run *hostileRun) record(r *hostileReq, res hostileResult) {
 	run.sent++
 	run.byCategory[r.category]++
 	run.byStatus[label]++
+	if res.header.Get("Content-Encoding") == "gzip" {
+		run.gzipped++
+	}
 	if run.byCatCode[r.category] == nil {
 		run.byCatCode[r.category] = map[string]int{}
 	}
@@ -819,7 +854,7 @@ func (run *hostileRun) report(elapsed time.Duration) {
 	for _, code := range slices.Sorted(mapKeys(run.byStatus)) {
 		parts = append(parts, fmt.Sprintf("%s:%d", code, run.byStatus[code]))
 	}
-	t.Logf("status codes: %s", strings.Join(parts, " "))
+	t.Logf("status codes: %s; %d answers gzipped", strings.Join(parts, " "), run.gzipped)
 }
 
 // --- slow bodies -----------------------------------------------------------
