@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -520,7 +521,9 @@ func (b *bench) runBothWires(ctx context.Context, w workload) ([]Result, error) 
 		if t, ok := clientGoTargets[res[i].Workload]; ok {
 			res[i].Target = t
 		}
-		res[i].Workload += cg.name
+		if !strings.HasSuffix(res[i].Workload, " clientset") {
+			res[i].Workload += cg.name
+		}
 		if !strings.HasPrefix(res[i].Workload, "rss-peak-") && w.name != "watch-idle" {
 			res[i].note("client-go transport: %d connection(s) dialed during the run, %d open", cg.conns.dialed.Load()-dialed, cg.conns.open())
 		}
@@ -671,4 +674,57 @@ func (b *bench) clientGoTransports(n int) (*roundRobin, *connCounter, error) {
 		rr.trs = append(rr.trs, rt)
 	}
 	return rr, counter, nil
+}
+
+// clientsetRuns measures, in the client-go pass of create or get, the
+// same operation through client-go's typed clientset
+// (kubernetes.Clientset: it builds each request, encodes the ConfigMap,
+// and decodes every response into a typed object), for the load
+// generator's own CPU per operation against the bench's requests on the
+// same transport (--clientgo-clientset).
+func (b *bench) clientsetRun(ctx context.Context, op string, clients int, names []string) (Result, error) {
+	t, err := b.tlsTarget()
+	if err != nil {
+		return Result{}, err
+	}
+	cfg := rest.CopyConfig(t.rest)
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return Result{}, fmt.Errorf("clientset: %w", err)
+	}
+	cms := cs.CoreV1().ConfigMaps(benchNamespace)
+	pad := strings.Repeat("x", b.cfg.payloadBytes)
+	spec := loopSpec{
+		name: fmt.Sprintf("%s-%d clientset", op, clients), clients: clients, duration: b.cfg.duration, maxOps: b.cfg.maxOps,
+		setup: func(_ context.Context, w *worker) error {
+			w.name = fmt.Sprintf("cs%d-%s-%d-", clients, b.runID, w.id)
+			return nil
+		},
+	}
+	switch op {
+	case "create":
+		spec.op = func(ctx context.Context, w *worker) error {
+			cm := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Name: w.name + strconv.FormatInt(w.seq, 10)},
+				Data:       map[string]string{"payload": pad},
+			}
+			w.seq++
+			_, err := cms.Create(ctx, cm, metav1.CreateOptions{})
+			return err
+		}
+	case "get":
+		spec.op = func(ctx context.Context, w *worker) error {
+			_, err := cms.Get(ctx, names[w.rng.IntN(len(names))], metav1.GetOptions{})
+			return err
+		}
+	default:
+		return Result{}, fmt.Errorf("clientset: no %s run", op)
+	}
+	r, err := b.runLoop(ctx, spec)
+	if err != nil {
+		return r, err
+	}
+	r.note("through client-go's typed clientset (CoreV1().ConfigMaps): generator CPU %.0f µs per op, the daemon's %s", r.ClientCPUPerOpUS, cpuPerOp(r))
+	b.logResult(r)
+	return r, nil
 }

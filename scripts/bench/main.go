@@ -116,6 +116,9 @@ type config struct {
 	// idleWatchConns is the number of client-go transports the idle
 	// watches of --client clientgo spread over.
 	idleWatchConns int
+	// clientgoClientset adds create and get runs through client-go's
+	// typed clientset to the client-go pass.
+	clientgoClientset bool
 	// metricsRounds is the rounds of the metrics workload.
 	metricsRounds int
 
@@ -206,6 +209,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.handshakeClients, "handshake-clients", 8, "tls-handshake workload: clients each making new connections back to back")
 	fs.StringVar(&cfg.client, "client", clientPlain, "plain: the workloads talk HTTP/1.1 JSON to --insecure-listen as system:masters; clientgo: create, get, rmw, list, apply, patch, paged-list, watch and watch-idle also run a second time, as client-go connects (its own transport: HTTPS, HTTP/2, the token user of --tls-rbac-bindings; Protobuf where typed clients ask for it), each figure beside the plain one with the ratio")
 	fs.IntVar(&cfg.idleWatchConns, "idle-watch-conns", 1, "watch-idle with --client clientgo: client-go transports (as separate client-go programs) the idle watches spread over; each opens another HTTP/2 connection when the daemon's streams per connection are used up")
+	fs.BoolVar(&cfg.clientgoClientset, "clientgo-clientset", false, "with --client clientgo: create and get also run through client-go's typed clientset, to compare the load generator's CPU per op with the bench's own requests")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: the one `bin version` prints, else git HEAD of the binary's repo)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines on stderr")

@@ -115,6 +115,13 @@ func runCreate(ctx context.Context, b *bench) ([]Result, error) {
 		}
 		out = append(out, r)
 		b.logResult(r)
+		if wi.proto && b.cfg.clientgoClientset {
+			r, err := b.clientsetRun(ctx, "create", clients, nil)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
@@ -154,7 +161,19 @@ func runGet(ctx context.Context, b *bench) ([]Result, error) {
 	}
 	r.note("%d objects", n)
 	b.logResult(r)
-	return []Result{r}, nil
+	out := []Result{r}
+	if wi.proto && b.cfg.clientgoClientset {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = prefix + strconv.Itoa(i)
+		}
+		r, err := b.clientsetRun(ctx, "get", clients, names)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // maxRMWAttempts bounds the retries of one read-modify-write on conflict.
