@@ -554,9 +554,9 @@ func wireRatios(plain, cg []Result, suffix string) []Result {
 		switch {
 		case c.Latency != nil && p.OpsPerSec > 0 && c.OpsPerSec > 0:
 			r.Value = 100 * c.OpsPerSec / p.OpsPerSec
-			r.note("%.0f/s against %.0f/s; p99 %s against %s ms", c.OpsPerSec, p.OpsPerSec, fmtMS(c.Latency.P99MS), fmtMS(p.Latency.P99MS))
-			r.note("daemon CPU per op %s against %s; load generator CPU per op %.0f µs against %.0f µs",
-				cpuPerOp(c), cpuPerOp(p), c.ClientCPUPerOpUS, p.ClientCPUPerOpUS)
+			r.note("%.0f/s against %.0f/s; p99 %s against %s", c.OpsPerSec, p.OpsPerSec, fmtMS(c.Latency.P99MS), fmtMS(p.Latency.P99MS))
+			r.note("daemon CPU per op %s against %s; load generator CPU per op %s against %s",
+				cpuPerOp(c), cpuPerOp(p), fmtUS(c.ClientCPUPerOpUS), fmtUS(p.ClientCPUPerOpUS))
 		case c.Unit != "" && c.Unit != "%" && p.Value > 0:
 			r.Value = 100 * c.Value / p.Value
 			r.note("%.1f %s against %.1f %s", c.Value, c.Unit, p.Value, p.Unit)
@@ -573,7 +573,7 @@ func cpuPerOp(r Result) string {
 	if r.ServerCPU <= 0 || r.OpsPerSec <= 0 {
 		return "?"
 	}
-	return fmt.Sprintf("%.0f µs", 1e6*r.ServerCPU/r.OpsPerSec)
+	return fmtUS(1e6 * r.ServerCPU / r.OpsPerSec)
 }
 
 // parseClient checks a --client value.
@@ -727,4 +727,12 @@ func (b *bench) clientsetRun(ctx context.Context, op string, clients int, names 
 	r.note("through client-go's typed clientset (CoreV1().ConfigMaps): generator CPU %.0f µs per op, the daemon's %s", r.ClientCPUPerOpUS, cpuPerOp(r))
 	b.logResult(r)
 	return r, nil
+}
+
+// fmtUS renders microseconds, as milliseconds from 10 ms.
+func fmtUS(us float64) string {
+	if us >= 10_000 {
+		return fmt.Sprintf("%.1f ms", us/1000)
+	}
+	return fmt.Sprintf("%.0f µs", us)
 }
