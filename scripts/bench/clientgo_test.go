@@ -2,9 +2,16 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -246,5 +253,176 @@ func TestWireRatios(t *testing.T) {
 	}
 	if got[1].Workload != "rss-peak-get clientgo/plain" || got[1].Value != 120 {
 		t.Errorf("value ratio = %+v, want rss-peak-get clientgo/plain 120%%", got[1])
+	}
+}
+
+// protoFake puts next (the JSON fake API) behind what a typed client's
+// requests need: Protobuf request bodies are decoded to JSON for it, and
+// its JSON answers (objects, lists, watch event lines) are encoded in
+// Protobuf when the request's Accept asks for Protobuf first. It counts
+// the requests and responses it translated.
+type protoFake struct {
+	t               *testing.T
+	next            http.Handler
+	bodies, answers atomic.Int64
+	watchFrames     atomic.Int64
+}
+
+func (p *protoFake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	codec := protoCodec(p.t)
+	if r.Header.Get("Content-Type") == mediaProtobuf {
+		body, _ := io.ReadAll(r.Body)
+		obj, _, err := codec.Decode(body, nil, nil)
+		if err != nil {
+			http.Error(w, "decode protobuf body: "+err.Error(), http.StatusUnsupportedMediaType)
+			return
+		}
+		cm := obj.(*corev1.ConfigMap)
+		cm.APIVersion, cm.Kind = "v1", "ConfigMap"
+		js, _ := json.Marshal(cm)
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(js)), int64(len(js))
+		r.Header.Set("Content-Type", "application/json")
+		p.bodies.Add(1)
+	}
+	if !strings.HasPrefix(r.Header.Get("Accept"), mediaProtobuf) {
+		p.next.ServeHTTP(w, r)
+		return
+	}
+	r.Header.Set("Accept", "application/json")
+	if q := r.URL.Query(); q.Get("watch") != "" {
+		w.Header().Set("Content-Type", mediaProtobuf+";stream=watch")
+		p.next.ServeHTTP(&protoWatchWriter{p: p, w: w}, r)
+		return
+	}
+	rec := httptest.NewRecorder()
+	p.next.ServeHTTP(rec, r)
+	if rec.Code >= 300 {
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+		return
+	}
+	var obj runtime.Object = &corev1.ConfigMap{}
+	if bytes.Contains(rec.Body.Bytes(), []byte(`"kind":"ConfigMapList"`)) {
+		obj = &corev1.ConfigMapList{}
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), obj); err != nil {
+		http.Error(w, "decode fake's answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	var buf bytes.Buffer
+	if err := codec.Encode(obj, &buf); err != nil {
+		http.Error(w, "encode protobuf: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", mediaProtobuf)
+	w.WriteHeader(rec.Code)
+	w.Write(buf.Bytes())
+	p.answers.Add(1)
+}
+
+// protoWatchWriter turns the fake's JSON event lines into Protobuf frames.
+type protoWatchWriter struct {
+	p    *protoFake
+	w    http.ResponseWriter
+	line []byte
+}
+
+func (pw *protoWatchWriter) Header() http.Header  { return pw.w.Header() }
+func (pw *protoWatchWriter) WriteHeader(code int) { pw.w.WriteHeader(code) }
+func (pw *protoWatchWriter) Flush()               { pw.w.(http.Flusher).Flush() }
+
+func (pw *protoWatchWriter) Write(b []byte) (int, error) {
+	pw.line = append(pw.line, b...)
+	for {
+		i := bytes.IndexByte(pw.line, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		var ev struct {
+			Type   string           `json:"type"`
+			Object corev1.ConfigMap `json:"object"`
+		}
+		if err := json.Unmarshal(pw.line[:i], &ev); err != nil {
+			return 0, err
+		}
+		pw.line = pw.line[i+1:]
+		ev.Object.APIVersion, ev.Object.Kind = "v1", "ConfigMap"
+		var obj bytes.Buffer
+		if err := protoCodec(pw.p.t).Encode(&ev.Object, &obj); err != nil {
+			return 0, err
+		}
+		frame, err := (&metav1.WatchEvent{Type: ev.Type, Object: runtime.RawExtension{Raw: obj.Bytes()}}).Marshal()
+		if err != nil {
+			return 0, err
+		}
+		if _, err := pw.w.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(frame))), frame...)); err != nil {
+			return 0, err
+		}
+		pw.p.watchFrames.Add(1)
+	}
+}
+
+// TestWorkloads_ClientGoWire runs the workloads of the client-go pass
+// with the client-go wire's encodings against the fake API behind a
+// Protobuf translator: every request body and answer of the timed loops
+// must be Protobuf, and nothing may fail.
+func TestWorkloads_ClientGoWire(t *testing.T) {
+	pf := &protoFake{t: t, next: newFakeServer().routes()}
+	srv := httptest.NewServer(pf)
+	defer srv.Close()
+	b := &bench{
+		cfg: config{
+			duration: 300 * time.Millisecond, maxOps: 100000, payloadBytes: 64,
+			createClients: []int{4}, getClients: 4, getObjects: 20, rmwClients: 4,
+			listObjects: 50, lists: 3, watchers: 5, writeRate: 100, watchWriters: 2, quiet: true,
+			applyClients: 3, patchClients: 3, bulkObjects: 120, pageLimit: 50, pagedLists: 2,
+		},
+		c: newClient(srv.URL, 8), base: srv.URL, runID: "test", report: &Report{},
+	}
+	defer b.c.close()
+	cg := newClient(srv.URL, 8)
+	defer cg.close()
+	b.wire = protoWire(" "+clientGo, cg)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name                     string
+		bodies, answers, watches bool
+	}{
+		{"create", true, true, false},
+		{"get", false, true, false},
+		{"rmw", true, true, false},
+		{"list", false, true, false},
+		{"apply", false, true, false},
+		{"patch", false, true, false},
+		{"paged-list", false, true, false},
+		{"watch", false, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bodies, answers, frames := pf.bodies.Load(), pf.answers.Load(), pf.watchFrames.Load()
+			w, _ := findWorkload(tc.name)
+			res, err := w.run(ctx, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res {
+				if r.Ops == 0 || r.Errors != 0 {
+					t.Errorf("%s: ops=%d errors=%d (%s)", r.Workload, r.Ops, r.Errors, r.ErrSample)
+				}
+				for _, n := range r.Notes {
+					if strings.Contains(n, "WARNING") || strings.Contains(n, "JSON") && tc.name == "list" {
+						t.Errorf("%s: %s", r.Workload, n)
+					}
+				}
+			}
+			if got := pf.bodies.Load() - bodies; tc.bodies && got == 0 {
+				t.Error("no Protobuf request body")
+			}
+			if got := pf.answers.Load() - answers; tc.answers && got == 0 {
+				t.Error("no answer asked for in Protobuf")
+			}
+			if got := pf.watchFrames.Load() - frames; tc.watches && got == 0 {
+				t.Error("no Protobuf watch frame")
+			}
+		})
 	}
 }
