@@ -515,8 +515,12 @@ func (b *bench) runBothWires(ctx context.Context, w workload) ([]Result, error) 
 	b.logf("== %s over client-go (HTTP/2, TLS, RBAC token user, Protobuf)", w.name)
 	b.wire = cg
 	dialed := cg.conns.dialed.Load()
+	over := len(b.report.RSSOver)
 	res, err := b.runWithRSSPeak(ctx, w)
 	b.wire = plainWire(b.c, b.base)
+	for i := over; i < len(b.report.RSSOver); i++ {
+		b.report.RSSOver[i] = strings.Replace(b.report.RSSOver[i], w.name+":", w.name+cg.name+":", 1)
+	}
 	for i := range res {
 		if t, ok := clientGoTargets[res[i].Workload]; ok {
 			res[i].Target = t
@@ -554,7 +558,7 @@ func wireRatios(plain, cg []Result, suffix string) []Result {
 		switch {
 		case c.Latency != nil && p.OpsPerSec > 0 && c.OpsPerSec > 0:
 			r.Value = 100 * c.OpsPerSec / p.OpsPerSec
-			r.note("%.0f/s against %.0f/s; p99 %s against %s", c.OpsPerSec, p.OpsPerSec, fmtMS(c.Latency.P99MS), fmtMS(p.Latency.P99MS))
+			r.note("%s/s against %s/s; p99 %s against %s", fmtRate(c.OpsPerSec), fmtRate(p.OpsPerSec), fmtMS(c.Latency.P99MS), fmtMS(p.Latency.P99MS))
 			r.note("daemon CPU per op %s against %s; load generator CPU per op %s against %s",
 				cpuPerOp(c), cpuPerOp(p), fmtUS(c.ClientCPUPerOpUS), fmtUS(p.ClientCPUPerOpUS))
 		case c.Unit != "" && c.Unit != "%" && p.Value > 0:
