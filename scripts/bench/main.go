@@ -21,7 +21,10 @@
 //
 // The daemon it starts serves plain HTTP on --insecure-listen for the
 // workloads and HTTPS on another loopback port, which the TLS workloads
-// reach with the kubeconfig the daemon writes. --daemon-args passes serve
+// reach with the kubeconfig the daemon writes. --client clientgo runs the
+// core workloads a second time as client-go connects (HTTP/2 over TLS, a
+// token user checked by RBAC, Protobuf), beside the plain figures with
+// their ratios (clientgo.go). --daemon-args passes serve
 // flags through, e.g. --daemon-args "--authorization-mode=RBAC".
 //
 // The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
