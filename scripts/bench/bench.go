@@ -30,6 +30,10 @@ type bench struct {
 	bulkNS *bulkNamespace
 	// tls is the daemon's HTTPS side, once a TLS workload loaded it.
 	tls *tlsTarget
+	// wire is how the timed requests of the running workload go (see
+	// clientgo.go; nil: the plain client), and cgWire the client-go one,
+	// once made.
+	wire, cgWire *wire
 }
 
 // Result is one measured line of the report: either a timed workload (ops,

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -140,11 +139,15 @@ func runPagedList(ctx context.Context, b *bench) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	base := configMapsURL(b.base, bn.ns) + fmt.Sprintf("?limit=%d", b.cfg.pageLimit)
+	wi := b.w()
+	if err := wi.ensure(ctx, b, bn.ns); err != nil {
+		return nil, err
+	}
+	base := configMapsURL(wi.base, bn.ns) + fmt.Sprintf("?limit=%d", b.cfg.pageLimit)
 
 	// One untimed pass decodes every page: it checks the count and warms
 	// up.
-	items, pages, err := b.pagedListChecked(ctx, base)
+	items, pages, err := b.pagedListChecked(ctx, wi, base)
 	if err != nil {
 		return nil, err
 	}
@@ -157,10 +160,10 @@ func runPagedList(ctx context.Context, b *bench) ([]Result, error) {
 		op: func(ctx context.Context, w *worker) error {
 			next := base
 			for range pages + 1 {
-				if _, _, err := b.c.do(ctx, "GET", next, nil, &w.sink); err != nil {
+				if _, err := wi.read(ctx, next, &w.sink); err != nil {
 					return err
 				}
-				cont := continueOf(w.sink.Bytes())
+				cont := continueOfAny(w.sink.Bytes())
 				if cont == "" {
 					return nil
 				}
@@ -183,30 +186,25 @@ func runPagedList(ctx context.Context, b *bench) ([]Result, error) {
 
 // pagedListChecked lists base page by page, decoding each page, and
 // returns the number of items and pages.
-func (b *bench) pagedListChecked(ctx context.Context, base string) (items, pages int, err error) {
+func (b *bench) pagedListChecked(ctx context.Context, wi *wire, base string) (items, pages int, err error) {
 	next := base
 	var sink bytes.Buffer
 	for pages = 1; pages <= 1_000_000; pages++ {
-		if _, _, err := b.c.do(ctx, "GET", next, nil, &sink); err != nil {
+		if _, err := wi.read(ctx, next, &sink); err != nil {
 			return items, pages, fmt.Errorf("page %d: %w", pages, err)
 		}
-		var list struct {
-			Metadata struct {
-				Continue string `json:"continue"`
-			} `json:"metadata"`
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := json.Unmarshal(sink.Bytes(), &list); err != nil {
+		list, err := decodeList(sink.Bytes())
+		if err != nil {
 			return items, pages, fmt.Errorf("page %d: decode: %w", pages, err)
 		}
-		items += len(list.Items)
-		if got := continueOf(sink.Bytes()); got != list.Metadata.Continue {
-			return items, pages, fmt.Errorf("page %d: continue found by search %q, decoded %q", pages, got, list.Metadata.Continue)
+		items += list.items
+		if got := continueOfAny(sink.Bytes()); got != list.cont {
+			return items, pages, fmt.Errorf("page %d: continue found by search %q, decoded %q", pages, got, list.cont)
 		}
-		if list.Metadata.Continue == "" {
+		if list.cont == "" {
 			return items, pages, nil
 		}
-		next = base + "&continue=" + url.QueryEscape(list.Metadata.Continue)
+		next = base + "&continue=" + url.QueryEscape(list.cont)
 	}
 	return items, pages, errors.New("too many pages")
 }

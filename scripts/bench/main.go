@@ -21,7 +21,10 @@
 //
 // The daemon it starts serves plain HTTP on --insecure-listen for the
 // workloads and HTTPS on another loopback port, which the TLS workloads
-// reach with the kubeconfig the daemon writes. --daemon-args passes serve
+// reach with the kubeconfig the daemon writes. --client clientgo runs the
+// core workloads a second time as client-go connects (HTTP/2 over TLS, a
+// token user checked by RBAC, Protobuf), beside the plain figures with
+// their ratios (clientgo.go). --daemon-args passes serve
 // flags through, e.g. --daemon-args "--authorization-mode=RBAC".
 //
 // The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
@@ -110,6 +113,15 @@ type config struct {
 	tlsRBACBindings  int
 	tlsWatchSizes    []watchSize
 	handshakeClients int
+	// client is --client: plain, or clientgo to run the core workloads
+	// a second time as client-go connects (clientgo.go).
+	client string
+	// idleWatchConns is the number of client-go transports the idle
+	// watches of --client clientgo spread over.
+	idleWatchConns int
+	// clientgoClientset adds create and get runs through client-go's
+	// typed clientset to the client-go pass.
+	clientgoClientset bool
 	// metricsRounds is the rounds of the metrics workload.
 	metricsRounds int
 
@@ -198,6 +210,9 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.tlsCreateClients, "tls-create-clients", 64, "tls workload: clients of the create runs (the get runs use --get-clients)")
 	tws := fs.String("tls-watch-sizes", "100x500,1000x1000", "tls-watch workload: comma-separated WATCHERSxWRITES_PER_SECOND fan-outs")
 	fs.IntVar(&cfg.handshakeClients, "handshake-clients", 8, "tls-handshake workload: clients each making new connections back to back")
+	fs.StringVar(&cfg.client, "client", clientPlain, "plain: the workloads talk HTTP/1.1 JSON to --insecure-listen as system:masters; clientgo: create, get, rmw, list, apply, patch, paged-list, watch and watch-idle also run a second time, as client-go connects (its own transport: HTTPS, HTTP/2, the token user of --tls-rbac-bindings; Protobuf where typed clients ask for it), each figure beside the plain one with the ratio")
+	fs.IntVar(&cfg.idleWatchConns, "idle-watch-conns", 1, "watch-idle with --client clientgo: client-go transports (as separate client-go programs) the idle watches spread over; each opens another HTTP/2 connection when the daemon's streams per connection are used up")
+	fs.BoolVar(&cfg.clientgoClientset, "clientgo-clientset", false, "with --client clientgo: create and get also run through client-go's typed clientset, to compare the load generator's CPU per op with the bench's own requests")
 	fs.StringVar(&cfg.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.StringVar(&cfg.commit, "commit", "", "daemon commit to report (default: the one `bin version` prints, else git HEAD of the binary's repo)")
 	fs.BoolVar(&cfg.quiet, "quiet", false, "no progress lines on stderr")
@@ -214,6 +229,12 @@ func parseFlags(args []string) (config, error) {
 		return cfg, err
 	} else if ok {
 		cfg.memoryLimitMiB = mib
+	}
+	if cfg.client, err = parseClient(cfg.client); err != nil {
+		return cfg, err
+	}
+	if cfg.idleWatchConns < 1 {
+		return cfg, errors.New("--idle-watch-conns must be positive")
 	}
 	if cfg.tlsWatchSizes, err = parseWatchSizes(*tws); err != nil {
 		return cfg, err
@@ -293,6 +314,7 @@ func run(ctx context.Context, args []string) error {
 				"compaction_rows": cfg.compactionRows, "compaction_write_rate": cfg.compactionWriteRate,
 				"daemon_args": cfg.daemonArgs, "memory_limit_mib": cfg.memoryLimitMiB, "rss_margin_mib": cfg.rssMarginMiB, "tls_rounds": cfg.tlsRounds, "tls_create_clients": cfg.tlsCreateClients,
 				"tls_watch_sizes": cfg.tlsWatchSizes, "handshake_clients": cfg.handshakeClients,
+				"client": cfg.client, "idle_watch_conns": cfg.idleWatchConns, "tls_rbac_bindings": cfg.tlsRBACBindings,
 			},
 		},
 	}
@@ -407,7 +429,11 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 		}
 		w, _ := findWorkload(name)
 		b.logf("== %s", name)
-		res, err := b.runWithRSSPeak(ctx, w)
+		run := b.runWithRSSPeak
+		if b.cfg.client == clientGo && clientGoWorkloads[name] {
+			run = b.runBothWires
+		}
+		res, err := run(ctx, w)
 		b.report.Results = append(b.report.Results, res...)
 		if err != nil {
 			b.report.Failures = append(b.report.Failures, name+": "+err.Error())

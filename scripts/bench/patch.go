@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Reference numbers for the patch workloads (edgeapi's goals; nothing
@@ -19,15 +20,16 @@ const (
 // fieldManager. Each manager's first apply (which creates the object) runs
 // before the clock starts.
 func runApply(ctx context.Context, b *bench) ([]Result, error) {
-	if err := b.c.ensureNamespace(ctx, benchNamespace); err != nil {
+	wi := b.w()
+	if err := wi.ensure(ctx, b, benchNamespace); err != nil {
 		return nil, err
 	}
 	clients := b.cfg.applyClients
-	prefix := "apply-" + b.runID + "-"
+	prefix := "apply" + strings.TrimSpace(wi.name) + "-" + b.runID + "-"
 	tmpl := newConfigMapBody(benchNamespace, b.cfg.payloadBytes)
 	urls := make([]string, clients)
 	for i := range urls {
-		urls[i] = configMapsURL(b.base, benchNamespace) + "/" + prefix + strconv.Itoa(i) +
+		urls[i] = configMapsURL(wi.base, benchNamespace) + "/" + prefix + strconv.Itoa(i) +
 			"?fieldManager=bench-manager-" + strconv.Itoa(i)
 	}
 	op := func(ctx context.Context, w *worker) error {
@@ -35,7 +37,7 @@ func runApply(ctx context.Context, b *bench) ([]Result, error) {
 		w.buf = tmpl.appendApply(w.buf[:0], w.name, w.seq)
 		w.seq++
 		body.set(w.buf)
-		_, _, err := b.c.doHeader(ctx, "PATCH", urls[w.id], hdrApplyPatch, body, &w.sink)
+		_, _, err := wi.c.doHeader(ctx, "PATCH", urls[w.id], wi.apply, body, &w.sink)
 		return err
 	}
 	r, err := b.runLoop(ctx, loopSpec{
@@ -64,13 +66,17 @@ func runApply(ctx context.Context, b *bench) ([]Result, error) {
 // counter in its own ConfigMap's data.
 func runPatch(ctx context.Context, b *bench) ([]Result, error) {
 	clients := b.cfg.patchClients
-	prefix := "patch-" + b.runID + "-"
+	wi := b.w()
+	prefix := "patch" + strings.TrimSpace(wi.name) + "-" + b.runID + "-"
 	if _, err := b.seedConfigMaps(ctx, benchNamespace, prefix, clients, clients); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
+	if err := wi.ensure(ctx, b, benchNamespace); err != nil {
+		return nil, err
+	}
 	urls := make([]string, clients)
 	for i := range urls {
-		urls[i] = configMapsURL(b.base, benchNamespace) + "/" + prefix + strconv.Itoa(i)
+		urls[i] = configMapsURL(wi.base, benchNamespace) + "/" + prefix + strconv.Itoa(i)
 	}
 	r, err := b.runLoop(ctx, loopSpec{
 		name:     fmt.Sprintf("patch-%d", clients),
@@ -82,7 +88,7 @@ func runPatch(ctx context.Context, b *bench) ([]Result, error) {
 			w.buf = appendMergePatch(w.buf[:0], w.seq)
 			w.seq++
 			body.set(w.buf)
-			_, _, err := b.c.doHeader(ctx, "PATCH", urls[w.id], hdrMergePatch, body, &w.sink)
+			_, _, err := wi.c.doHeader(ctx, "PATCH", urls[w.id], wi.merge, body, &w.sink)
 			return err
 		},
 	})

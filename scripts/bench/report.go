@@ -96,7 +96,11 @@ func printReport(out io.Writer, r *Report) {
 	if r.Version != "" {
 		fmt.Fprintf(out, "  (%s)", r.Version)
 	}
-	fmt.Fprintf(out, "\n%d CPUs, %s; latency is per operation, end to end over loopback HTTP/1.1 keep-alive\n", r.NumCPU, r.GoVersion)
+	over := "loopback HTTP/1.1 keep-alive"
+	if r.Config["client"] == clientGo {
+		over += "; lines named clientgo: client-go's transport (HTTP/2 over TLS, a token user checked by RBAC) asking for Protobuf"
+	}
+	fmt.Fprintf(out, "\n%d CPUs, %s; latency is per operation, end to end over %s\n", r.NumCPU, r.GoVersion, over)
 	if len(r.LoadAvg) > 0 {
 		fmt.Fprintf(out, "loadavg at start/end: %s (other work on the machine skews results)\n", strings.Join(r.LoadAvg, " / "))
 	}

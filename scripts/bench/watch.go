@@ -46,6 +46,9 @@ type watcher struct {
 	closed   atomic.Bool  // the stream ended (by the server, or by us at the end)
 	// bufSize is the line buffer's size; 0 means watchReadBuffer.
 	bufSize int
+	// proto: the stream is Protobuf (length-prefixed frames), not JSON
+	// lines.
+	proto bool
 }
 
 var sentKey = []byte(`"` + sentAnnotation + `":"`)
@@ -85,6 +88,10 @@ var errorEvent = []byte(`"type":"ERROR"`)
 // run reads events from body until it ends, recording for each event of
 // ours the delay from the writer's send time to its arrival here.
 func (w *watcher) run(body io.Reader) {
+	if w.proto {
+		w.runProto(body)
+		return
+	}
 	size := w.bufSize
 	if size == 0 {
 		size = watchReadBuffer
@@ -131,6 +138,18 @@ func (w *watcher) run(body io.Reader) {
 }
 
 func runWatch(ctx context.Context, b *bench) ([]Result, error) {
+	if wi := b.w(); wi.proto {
+		return b.watchFanOut(ctx, fanOutSpec{
+			name:     fmt.Sprintf("watch-%dw-%d/s", b.cfg.watchers, b.cfg.writeRate),
+			base:     wi.base,
+			tr:       wi.c.tr,
+			watchers: b.cfg.watchers,
+			rate:     b.cfg.writeRate,
+			proto:    true,
+			grant:    wi.grant,
+			notes:    []string{"watches through client-go's transport (HTTP/2 over TLS), Protobuf; writes over plain HTTP/1.1"},
+		})
+	}
 	// Watch connections only read: small write buffers, and a read buffer
 	// that with the line buffer keeps 1000 watchers near 50 MiB.
 	tr := newTransport(b.cfg.watchers)
@@ -143,6 +162,7 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 		tr:       tr,
 		watchers: b.cfg.watchers,
 		rate:     b.cfg.writeRate,
+		grant:    func(context.Context, string) error { return nil },
 	})
 }
 
@@ -157,6 +177,11 @@ type fanOutSpec struct {
 	rate     int
 	// notes are added to the watch result.
 	notes []string
+	// proto: the watchers ask for Protobuf, as client-go's typed
+	// clients do.
+	proto bool
+	// grant, when set, lets the watchers' user watch the namespace.
+	grant func(ctx context.Context, ns string) error
 }
 
 // watchFanOut runs spec and returns the watchers' delivery latency and
@@ -166,7 +191,11 @@ func (b *bench) watchFanOut(ctx context.Context, spec fanOutSpec) ([]Result, err
 	if err := b.c.ensureNamespace(ctx, ns); err != nil {
 		return nil, err
 	}
-	if err := b.grantBenchUser(ctx, ns); err != nil {
+	grant := spec.grant
+	if grant == nil {
+		grant = b.grantBenchUser
+	}
+	if err := grant(ctx, ns); err != nil {
 		return nil, err
 	}
 	code, listBody, err := b.c.doSimple(ctx, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps", "")
@@ -183,7 +212,7 @@ func (b *bench) watchFanOut(ctx context.Context, spec fanOutSpec) ([]Result, err
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
 
-	ws, cs := connectWatchers(watchCtx, spec.tr, watchURL, nWatchers, 0)
+	ws, cs := connectWatchersAs(watchCtx, spec.tr, watchURL, nWatchers, 0, spec.proto)
 	select {
 	case <-cs.all:
 	case <-time.After(DefaultWatchConnectTimeout):
@@ -277,12 +306,22 @@ type watchConns struct {
 // the server ends the stream. bufSize is each reader's line buffer (0 for
 // the default).
 func connectWatchers(ctx context.Context, tr http.RoundTripper, url string, n, bufSize int) ([]*watcher, *watchConns) {
+	return connectWatchersAs(ctx, tr, url, n, bufSize, false)
+}
+
+// connectWatchersAs is connectWatchers asking for Protobuf streams when
+// proto is set (Accept as client-go's typed clients send it).
+func connectWatchersAs(ctx context.Context, tr http.RoundTripper, url string, n, bufSize int, proto bool) ([]*watcher, *watchConns) {
+	hdr := hdrJSON
+	if proto {
+		hdr = hdrProtoGet
+	}
 	ws := make([]*watcher, n)
 	cs := &watchConns{start: time.Now(), all: make(chan struct{})}
 	var connectWG sync.WaitGroup
 	dialSem := make(chan struct{}, watchDialConcurrency)
 	for i := range ws {
-		w := &watcher{hist: newHistogram(), bufSize: bufSize}
+		w := &watcher{hist: newHistogram(), bufSize: bufSize, proto: proto}
 		ws[i] = w
 		connectWG.Add(1)
 		cs.done.Add(1)
@@ -290,7 +329,7 @@ func connectWatchers(ctx context.Context, tr http.RoundTripper, url string, n, b
 			defer cs.done.Done()
 			dialSem <- struct{}{}
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			req.Header = hdrJSON
+			req.Header = hdr
 			resp, err := tr.RoundTrip(req)
 			<-dialSem
 			if err != nil || resp.StatusCode != http.StatusOK {

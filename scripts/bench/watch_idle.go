@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -24,8 +25,9 @@ const (
 // one object and checks that every watcher receives it (the delivery
 // latency of that one event is the result's latency).
 func runWatchIdle(ctx context.Context, b *bench) ([]Result, error) {
-	ns := "bench-widle-" + b.runID
-	if err := b.c.ensureNamespace(ctx, ns); err != nil {
+	wi := b.w()
+	ns := "bench-widle" + strings.TrimSpace(wi.name) + "-" + b.runID
+	if err := wi.ensure(ctx, b, ns); err != nil {
 		return nil, err
 	}
 	code, listBody, err := b.c.doSimple(ctx, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps", "")
@@ -40,13 +42,24 @@ func runWatchIdle(ctx context.Context, b *bench) ([]Result, error) {
 	label := shortCount(n)
 	before, _ := b.rss()
 
-	tr := newTransport(n)
-	tr.WriteBufferSize = idleWatchBuffer
-	tr.ReadBufferSize = idleWatchBuffer
-	defer tr.CloseIdleConnections()
+	var tr http.RoundTripper
+	var conns *connCounter
+	if wi.proto {
+		rr, counter, err := b.clientGoTransports(b.cfg.idleWatchConns)
+		if err != nil {
+			return nil, err
+		}
+		tr, conns = rr, counter
+	} else {
+		h1 := newTransport(n)
+		h1.WriteBufferSize = idleWatchBuffer
+		h1.ReadBufferSize = idleWatchBuffer
+		tr = h1
+	}
+	defer closeIdle(tr)
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	ws, cs := connectWatchers(watchCtx, tr, configMapsURL(b.base, ns)+"?watch=1&resourceVersion="+string(rv), n, idleWatchBuffer)
+	ws, cs := connectWatchersAs(watchCtx, tr, configMapsURL(wi.base, ns)+"?watch=1&resourceVersion="+string(rv), n, idleWatchBuffer, wi.proto)
 	select {
 	case <-cs.all:
 	case <-time.After(DefaultIdleConnectTimeout):
@@ -68,6 +81,12 @@ func runWatchIdle(ctx context.Context, b *bench) ([]Result, error) {
 		r.note("daemon pid unknown (use --pid with --server): no RSS")
 	}
 	r.note("%d watchers connected in %s, %d failed", cs.connected.Load(), connectTime.Round(time.Millisecond), cs.failed.Load())
+	if conns != nil {
+		r.note("Protobuf watches through %d client-go transport(s) (HTTP/2 over TLS, token user bound by RBAC): %d TCP connections open (%d dialed); the daemon allows %d streams per HTTP/2 connection, and client-go opens another connection when one is full",
+			b.cfg.idleWatchConns, conns.open(), conns.dialed.Load(), daemonHTTP2MaxStreams)
+	} else {
+		r.note("JSON watches over plain HTTP/1.1, one connection each")
+	}
 	if cs.failed.Load() > 0 {
 		for _, w := range ws {
 			if w.errorMsg != "" {

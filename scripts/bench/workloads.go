@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -83,15 +85,27 @@ func configMapsURL(base, ns string) string {
 }
 
 func runCreate(ctx context.Context, b *bench) ([]Result, error) {
-	if err := b.c.ensureNamespace(ctx, benchNamespace); err != nil {
+	wi := b.w()
+	if err := wi.ensure(ctx, b, benchNamespace); err != nil {
 		return nil, err
 	}
-	tmpl := newConfigMapBody(benchNamespace, b.cfg.payloadBytes)
-	url := configMapsURL(b.base, benchNamespace)
+	tmpl := wi.configMaps(benchNamespace, b.cfg.payloadBytes)
+	url := configMapsURL(wi.base, benchNamespace)
 	var out []Result
 	for _, clients := range b.cfg.createClients {
-		r, err := b.postLoop(ctx, fmt.Sprintf("create-%d", clients), clients, url, fmt.Sprintf("c%d-", clients), func(dst []byte, w *worker) []byte {
-			return tmpl.appendCreate(dst, w.name, w.seq, 0)
+		r, err := b.runLoop(ctx, loopSpec{
+			name: fmt.Sprintf("create-%d", clients), clients: clients, duration: b.cfg.duration, maxOps: b.cfg.maxOps,
+			setup: func(_ context.Context, w *worker) error {
+				w.name = fmt.Sprintf("c%d%s-%s-%d-", clients, strings.TrimSpace(wi.name), b.runID, w.id)
+				return nil
+			},
+			op: func(ctx context.Context, w *worker) error {
+				body := w.nextBody()
+				w.buf = tmpl.appendCreate(w.buf[:0], w.name, w.seq, 0)
+				w.seq++
+				body.set(w.buf)
+				return wi.send(ctx, http.MethodPost, url, body, &w.sink)
+			},
 		})
 		if err != nil {
 			return out, err
@@ -101,20 +115,31 @@ func runCreate(ctx context.Context, b *bench) ([]Result, error) {
 		}
 		out = append(out, r)
 		b.logResult(r)
+		if wi.proto && b.cfg.clientgoClientset {
+			r, err := b.clientsetRun(ctx, "create", clients, nil)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
 	}
 	return out, nil
 }
 
 func runGet(ctx context.Context, b *bench) ([]Result, error) {
 	n := b.cfg.getObjects
-	prefix := "get-" + b.runID + "-"
+	prefix := "get" + strings.TrimSpace(b.w().name) + "-" + b.runID + "-"
 	b.logf("get: seeding %d ConfigMaps", n)
 	if _, err := b.seedConfigMaps(ctx, benchNamespace, prefix, n, 32); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
+	wi := b.w()
+	if err := wi.ensure(ctx, b, benchNamespace); err != nil {
+		return nil, err
+	}
 	urls := make([]string, n)
 	for i := range urls {
-		urls[i] = configMapsURL(b.base, benchNamespace) + "/" + prefix + strconv.Itoa(i)
+		urls[i] = configMapsURL(wi.base, benchNamespace) + "/" + prefix + strconv.Itoa(i)
 	}
 	clients := b.cfg.getClients
 	r, err := b.runLoop(ctx, loopSpec{
@@ -123,7 +148,7 @@ func runGet(ctx context.Context, b *bench) ([]Result, error) {
 		duration: b.cfg.duration,
 		maxOps:   b.cfg.maxOps,
 		op: func(ctx context.Context, w *worker) error {
-			_, n, err := b.c.do(ctx, "GET", urls[w.rng.IntN(len(urls))], nil, &w.sink)
+			n, err := wi.read(ctx, urls[w.rng.IntN(len(urls))], &w.sink)
 			w.bytes += n
 			return err
 		},
@@ -136,7 +161,19 @@ func runGet(ctx context.Context, b *bench) ([]Result, error) {
 	}
 	r.note("%d objects", n)
 	b.logResult(r)
-	return []Result{r}, nil
+	out := []Result{r}
+	if wi.proto && b.cfg.clientgoClientset {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = prefix + strconv.Itoa(i)
+		}
+		r, err := b.clientsetRun(ctx, "get", clients, names)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // maxRMWAttempts bounds the retries of one read-modify-write on conflict.
@@ -144,14 +181,18 @@ const maxRMWAttempts = 10
 
 func runRMW(ctx context.Context, b *bench) ([]Result, error) {
 	clients := b.cfg.rmwClients
-	prefix := "rmw-" + b.runID + "-"
+	prefix := "rmw" + strings.TrimSpace(b.w().name) + "-" + b.runID + "-"
 	if _, err := b.seedConfigMaps(ctx, benchNamespace, prefix, clients, clients); err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
-	tmpl := newConfigMapBody(benchNamespace, b.cfg.payloadBytes)
+	wi := b.w()
+	if err := wi.ensure(ctx, b, benchNamespace); err != nil {
+		return nil, err
+	}
+	tmpl := wi.configMaps(benchNamespace, b.cfg.payloadBytes)
 	var url []string
 	for i := range clients {
-		url = append(url, configMapsURL(b.base, benchNamespace)+"/"+prefix+strconv.Itoa(i))
+		url = append(url, configMapsURL(wi.base, benchNamespace)+"/"+prefix+strconv.Itoa(i))
 	}
 	r, err := b.runLoop(ctx, loopSpec{
 		name:     fmt.Sprintf("rmw-put-%d", clients),
@@ -164,10 +205,10 @@ func runRMW(ctx context.Context, b *bench) ([]Result, error) {
 		},
 		op: func(ctx context.Context, w *worker) error {
 			for range maxRMWAttempts {
-				if _, _, err := b.c.do(ctx, "GET", url[w.id], nil, &w.sink); err != nil {
+				if _, err := wi.read(ctx, url[w.id], &w.sink); err != nil {
 					return fmt.Errorf("get: %w", err)
 				}
-				rv := resourceVersionOf(w.sink.Bytes())
+				rv := wi.resourceVersion(w.sink.Bytes())
 				if rv == nil {
 					return errors.New("get: response has no metadata.resourceVersion")
 				}
@@ -175,7 +216,7 @@ func runRMW(ctx context.Context, b *bench) ([]Result, error) {
 				w.buf = tmpl.appendUpdate(w.buf[:0], w.name, rv, w.seq)
 				w.seq++
 				body.set(w.buf)
-				_, _, err := b.c.do(ctx, "PUT", url[w.id], body, &w.sink)
+				err := wi.send(ctx, http.MethodPut, url[w.id], body, &w.sink)
 				if err == nil {
 					return nil
 				}
@@ -215,27 +256,26 @@ func resourceVersionOf(b []byte) []byte {
 
 func runList(ctx context.Context, b *bench) ([]Result, error) {
 	n := b.cfg.listObjects
-	ns := "bench-list-" + b.runID
+	ns := "bench-list" + strings.TrimSpace(b.w().name) + "-" + b.runID
 	b.logf("list: seeding %d ConfigMaps in %s", n, ns)
 	rate, err := b.seedConfigMaps(ctx, ns, "l-", n, 64)
 	if err != nil {
 		return nil, fmt.Errorf("seed: %w", err)
 	}
 	b.logf("list: seeded at %.0f/s", rate)
-	url := configMapsURL(b.base, ns)
+	wi := b.w()
+	if err := wi.ensure(ctx, b, ns); err != nil {
+		return nil, err
+	}
+	url := configMapsURL(wi.base, ns)
 
 	// One untimed LIST checks the count and warms up.
 	var sink bytes.Buffer
-	if _, _, err := b.c.do(ctx, "GET", url, nil, &sink); err != nil {
+	if _, err := wi.read(ctx, url, &sink); err != nil {
 		return nil, fmt.Errorf("list: %w", err)
 	}
-	var list struct {
-		Metadata struct {
-			Continue string `json:"continue"`
-		} `json:"metadata"`
-		Items []json.RawMessage `json:"items"`
-	}
-	if err := json.Unmarshal(sink.Bytes(), &list); err != nil {
+	list, err := decodeList(sink.Bytes())
+	if err != nil {
 		return nil, fmt.Errorf("list: decode: %w", err)
 	}
 
@@ -245,7 +285,7 @@ func runList(ctx context.Context, b *bench) ([]Result, error) {
 		duration: b.cfg.duration * 10, // bounded by count
 		maxOps:   int64(b.cfg.lists),
 		op: func(ctx context.Context, w *worker) error {
-			_, n, err := b.c.do(ctx, "GET", url, nil, &w.sink)
+			n, err := wi.read(ctx, url, &w.sink)
 			w.bytes = n
 			return err
 		},
@@ -254,9 +294,9 @@ func runList(ctx context.Context, b *bench) ([]Result, error) {
 		return nil, err
 	}
 	r.Value, r.Unit = float64(sink.Len())/(1<<20), "MiB"
-	r.note("response %.2f MiB, %d items", r.Value, len(list.Items))
-	if len(list.Items) != n || list.Metadata.Continue != "" {
-		r.note("WARNING: expected %d items in one page, got %d (continue=%q)", n, len(list.Items), list.Metadata.Continue)
+	r.note("response %.2f MiB, %d items, %s", r.Value, list.items, list.encoding)
+	if list.items != n || list.cont != "" {
+		r.note("WARNING: expected %d items in one page, got %d (continue=%q)", n, list.items, list.cont)
 	}
 	r.note("seeded at %.0f creates/s (64 clients)", rate)
 	if n == 10000 {
