@@ -32,15 +32,27 @@ func (s *Server) authorizeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // authorize serves c with next if Config.Authorizer allows it (see
-// authorizeRequests).
+// authorizeRequests). The decision is made in a function of its own, whose
+// frame is gone by the time next runs (see handleWatch).
 func (s *Server) authorize(c echo.Context, next echo.HandlerFunc) error {
 	if s.cfg.Authorizer == nil {
 		return next(c)
 	}
+	if ok, err := s.authorized(c); !ok {
+		return err
+	}
+	return next(c)
+}
+
+// authorized reports whether Config.Authorizer allows c's request; when it
+// does not, the refusal is written and err is what writing it returned.
+//
+//go:noinline
+func (s *Server) authorized(c echo.Context) (bool, error) {
 	req := c.Request()
 	u, ok := authn.UserFrom(req.Context())
 	if !ok {
-		return s.writeError(c, authn.Unauthorized())
+		return false, s.writeError(c, authn.Unauthorized())
 	}
 	attrs := requestAttributes(req, u)
 	var d authorizer.Decision
@@ -55,14 +67,14 @@ func (s *Server) authorize(c echo.Context, next echo.HandlerFunc) error {
 	}
 	audit.SetAuthorizationDecision(req.Context(), d == authorizer.DecisionAllow, reason)
 	if d == authorizer.DecisionAllow {
-		return next(c)
+		return true, nil
 	}
 	if err != nil {
 		// kube-apiserver answers an authorizer error with a 500; a
 		// 403 tells the client as much without blaming the server.
 		s.log.Warn("authorize request", zap.String("user", u.GetName()), zap.String("path", req.URL.Path), zap.Error(err))
 	}
-	return s.writeError(c, rbac.Forbidden(&attrs, reason))
+	return false, s.writeError(c, rbac.Forbidden(&attrs, reason))
 }
 
 // RequestAttributes describes req as the authorizer sees it, without a

@@ -35,13 +35,30 @@ func (r *request) gr() schema.GroupResource {
 	return schema.GroupResource{Group: r.kind.GVK.Group, Resource: r.kind.Resource}
 }
 
-// serveResource handles every request below /api/ and /apis/.
+// serveResource handles every request below /api/ and /apis/: resolve
+// checks it, and its verb's handler serves it. The checks are a function
+// of their own so that their frame (kilobytes: every refusal builds its
+// Status in it) is not under a watch's frames for as long as it runs (see
+// handleWatch).
 func (s *Server) serveResource(c echo.Context) error {
+	r, err := s.resolve(c)
+	if r == nil {
+		return err
+	}
+	return s.dispatch(r)
+}
+
+// resolve parses and checks a resource request and returns it; a request
+// it answered itself (discovery, or a refusal) gives a nil request and
+// the answer's error.
+//
+//go:noinline
+func (s *Server) resolve(c echo.Context) (*request, error) {
 	req := c.Request()
 	if req.Method == http.MethodHead {
 		// kube-apiserver's resource routes are GET-only (go-restful):
 		// HEAD is 405, and a HEAD on a watch must not stream.
-		return s.writeError(c, errMethodNotAllowed())
+		return nil, s.writeError(c, errMethodNotAllowed())
 	}
 	ri, ok := parseRequestInfo(req.Method, req.URL.Path, watchParam(req.URL.Query()))
 	if !ok {
@@ -49,64 +66,64 @@ func (s *Server) serveResource(c echo.Context) error {
 		switch {
 		case req.Method != http.MethodGet:
 		case trimmed == "api":
-			return s.serveAPIVersions(c)
+			return nil, s.serveAPIVersions(c)
 		case trimmed == "apis":
-			return s.serveAPIGroupList(c)
+			return nil, s.serveAPIGroupList(c)
 		}
 		if g, found := strings.CutPrefix(trimmed, "apis/"); found && !strings.Contains(g, "/") && req.Method == http.MethodGet {
-			return s.serveAPIGroup(c, g)
+			return nil, s.serveAPIGroup(c, g)
 		}
-		return s.notFound(c)
+		return nil, s.notFound(c)
 	}
 	gv := schema.GroupVersion{Group: ri.Group, Version: ri.Version}
 	kinds := s.cfg.Registry.Snapshot()
 	if ri.Prefix == "apis" && !kinds.HasGroup(ri.Group) {
-		return s.notFound(c)
+		return nil, s.notFound(c)
 	}
 	if ri.Parts == 0 {
 		if req.Method != http.MethodGet {
-			return s.writeError(c, errMethodNotAllowed())
+			return nil, s.writeError(c, errMethodNotAllowed())
 		}
-		return s.serveAPIResourceList(c, kinds, gv)
+		return nil, s.serveAPIResourceList(c, kinds, gv)
 	}
 	k := kinds.Lookup(gv.WithResource(ri.Resource))
 	if k == nil {
-		return s.writeError(c, errNotFoundResource())
+		return nil, s.writeError(c, errNotFoundResource())
 	}
 	switch ri.Subresource {
 	case "":
 	case "status":
 		if !k.StatusSubresource {
-			return s.writeError(c, errNotFoundResource())
+			return nil, s.writeError(c, errNotFoundResource())
 		}
 	case "scale":
 		if k.Scale == nil {
-			return s.writeError(c, errNotFoundResource())
+			return nil, s.writeError(c, errNotFoundResource())
 		}
 	case "token":
 		if !k.TokenSubresource || s.cfg.Tokens == nil {
-			return s.writeError(c, errNotFoundResource())
+			return nil, s.writeError(c, errNotFoundResource())
 		}
 	case "finalize":
 		if !k.FinalizeSubresource {
-			return s.writeError(c, errNotFoundResource())
+			return nil, s.writeError(c, errNotFoundResource())
 		}
 		if ri.Verb != "update" {
-			return s.writeError(c, errMethodNotAllowed())
+			return nil, s.writeError(c, errMethodNotAllowed())
 		}
 	default:
-		return s.writeError(c, errNotFoundResource())
+		return nil, s.writeError(c, errNotFoundResource())
 	}
 	if !routed(k, ri) {
-		return s.writeError(c, errNotFoundResource())
+		return nil, s.writeError(c, errNotFoundResource())
 	}
 	if !k.Namespaced && ri.Resource != "namespaces" {
 		if ri.Namespace != "" {
-			return s.writeError(c, errNotFoundResource())
+			return nil, s.writeError(c, errNotFoundResource())
 		}
 	}
 	if err := checkScope(k, ri); err != nil {
-		return s.writeError(c, err)
+		return nil, s.writeError(c, err)
 	}
 	if k.DeprecationWarning != "" {
 		addWarnings(c, []string{k.DeprecationWarning})
@@ -121,9 +138,9 @@ func (s *Server) serveResource(c echo.Context) error {
 	rep, ok := negotiateOutputFor(req.Header.Get("Accept"), k.Unstructured)
 	if !ok {
 		if k.Unstructured {
-			return s.writeError(c, errNotAcceptableCR())
+			return nil, s.writeError(c, errNotAcceptableCR())
 		}
-		return s.writeError(c, errNotAcceptable())
+		return nil, s.writeError(c, errNotAcceptable())
 	}
 	r := &request{c: c, ri: ri, kind: k, rep: rep, kinds: kinds}
 	if k.Resource == "namespaces" {
@@ -131,48 +148,62 @@ func (s *Server) serveResource(c echo.Context) error {
 		r.ri.Namespace = ""
 	}
 	if ri.Subresource == "token" {
-		return s.handleToken(r)
+		return r, nil
 	}
 	if ri.Subresource != "" && ri.Verb != "get" && ri.Verb != "update" && ri.Verb != "patch" {
-		return s.writeError(c, errMethodNotAllowed())
+		return nil, s.writeError(c, errMethodNotAllowed())
 	}
 	if !k.HasVerb(ri.Verb) {
-		return s.writeError(c, errMethodNotAllowed())
+		return nil, s.writeError(c, errMethodNotAllowed())
 	}
 	if ri.Subresource == "scale" {
-		return s.handleScale(r)
+		return r, nil
 	}
 	switch ri.Verb {
+	case "get", "list", "delete", "deletecollection":
+	case "watch":
+		if rep.enc == encYAML {
+			return nil, s.writeError(c, errNotAcceptableStream())
+		}
+	case "create":
+		if ri.Name != "" {
+			return nil, s.writeError(c, errMethodNotAllowed())
+		}
+	case "update", "patch":
+		if ri.Name == "" {
+			return nil, s.writeError(c, errMethodNotAllowed())
+		}
+	default:
+		return nil, s.writeError(c, errMethodNotAllowed())
+	}
+	return r, nil
+}
+
+// dispatch serves a resolved request with its verb's handler.
+func (s *Server) dispatch(r *request) error {
+	switch {
+	case r.ri.Subresource == "token":
+		return s.handleToken(r)
+	case r.ri.Subresource == "scale":
+		return s.handleScale(r)
+	}
+	switch r.ri.Verb {
 	case "get":
 		return s.handleGet(r)
 	case "list":
 		return s.handleList(r)
 	case "watch":
-		if rep.enc == encYAML {
-			return s.writeError(c, errNotAcceptableStream())
-		}
 		return s.handleWatch(r)
 	case "create":
-		if ri.Name != "" {
-			return s.writeError(c, errMethodNotAllowed())
-		}
 		return s.handleCreate(r)
 	case "update":
-		if ri.Name == "" {
-			return s.writeError(c, errMethodNotAllowed())
-		}
 		return s.handleUpdate(r)
 	case "patch":
-		if ri.Name == "" {
-			return s.writeError(c, errMethodNotAllowed())
-		}
 		return s.handlePatch(r)
 	case "delete":
 		return s.handleDelete(r)
-	case "deletecollection":
-		return s.handleDeleteCollection(r)
 	}
-	return s.writeError(c, errMethodNotAllowed())
+	return s.handleDeleteCollection(r) // the one verb resolve lets through that is left
 }
 
 // routed reports whether kube-apiserver has a route for ri's path (the
