@@ -1388,3 +1388,88 @@ func TestWatch_CatchUpWhileWriting(t *testing.T) {
 		o.w.Close()
 	}
 }
+
+// TestWatch_WatchListPaged: a watch-list whose objects add up to many of
+// the store's pages (200 ConfigMaps of 50 KiB, 10 MB) sends them page by
+// page at the revision the watch started at: writes made while the client
+// has read only the first event (the daemon then blocks on the
+// connection, pages behind) do not show in the initial events, which are
+// exactly the objects as they were, in key order; they come after the
+// initial-events-end BOOKMARK as live events.
+func TestWatch_WatchListPaged(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	cs := d.Clientset()
+	ctx := context.Background()
+	const ns = "watchlist-paged"
+	createNamespace(t, cs, ns)
+	pad := strings.Repeat("0123456789", 5<<10) // 50 KiB
+	const n = 200
+	want := map[string]string{}
+	for i := range n {
+		cm, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%03d", i)}, Data: map[string]string{"pad": pad}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[cm.Name] = cm.ResourceVersion
+	}
+	w := openRawWatch(t, d, "/api/v1/namespaces/"+ns+"/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true")
+	defer w.Close()
+	first := w.MustNext()
+	if first.Type != "ADDED" {
+		t.Fatalf("first event %s, want ADDED", first)
+	}
+	// Change the end of the list while the daemon is still sending it.
+	last := fmt.Sprintf("cm-%03d", n-1)
+	upd, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, last, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	upd.Data = map[string]string{"pad": "changed"}
+	if upd, err = cs.CoreV1().ConfigMaps(ns).Update(ctx, upd, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	gone := fmt.Sprintf("cm-%03d", n-2)
+	if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, gone, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	added, err := cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "zz-late"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	got := map[string]string{}
+	var names []string
+	ev := first
+	for ev.Type == "ADDED" {
+		cm := ev.configMap(t)
+		got[cm.Name] = cm.ResourceVersion
+		names = append(names, cm.Name)
+		if cm.Data["pad"] != pad {
+			t.Errorf("initial %s has the data written after the watch started", cm.Name)
+		}
+		ev = w.MustNext()
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("initial events: %d objects, want the %d there were when the watch started (as of then)", len(got), len(want))
+	}
+	if !sort.StringsAreSorted(names) {
+		t.Errorf("initial events not in key order")
+	}
+	if ev.Type != "BOOKMARK" {
+		t.Fatalf("after the initial events got %s, want the initial-events-end BOOKMARK", ev)
+	}
+	var live []string
+	for len(live) < 3 {
+		ev = w.MustNext()
+		if ev.Type == "BOOKMARK" {
+			continue
+		}
+		cm := ev.configMap(t)
+		live = append(live, ev.Type+" "+cm.Name+" "+cm.ResourceVersion)
+	}
+	wantLive := []string{"MODIFIED " + last + " " + upd.ResourceVersion, "DELETED " + gone, "ADDED zz-late " + added.ResourceVersion}
+	if len(live) != 3 || live[0] != wantLive[0] || !strings.HasPrefix(live[1], wantLive[1]+" ") || live[2] != wantLive[2] {
+		t.Errorf("live events after the bookmark = %q, want %q", live, wantLive)
+	}
+}
