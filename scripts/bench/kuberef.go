@@ -204,23 +204,33 @@ func runKubeRef(ctx context.Context, cfg config) (*Report, error) {
 	defer os.RemoveAll(tmp)
 	logPath := filepath.Join(tmp, "kube-ref-start.log")
 	b := newBench(cfg)
+	r := b.report
+	r.LoadAvg = append(r.LoadAvg, loadAvg())
 	b.logf("kube-ref: starting %s", script)
 	k, err := startKubeRef(ctx, script, logPath, 5*time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		t := time.Now()
 		k.stop()
-		b.logf("kube-ref: stopped in %.1f s", time.Since(t).Seconds())
-	}()
+		res := Result{Workload: "shutdown", Value: time.Since(t).Seconds(), Unit: "s"}
+		res.note("SIGTERM to kube-ref-start until it stopped kube-apiserver and etcd, after the run")
+		r.Results = append(r.Results, res)
+		b.logResult(res)
+	}
+	defer stop()
 	b.base = k.vars["KUBE_REF_URL"]
 	b.serverTLS = &serverTLS{caFile: k.vars["KUBE_REF_CA"], token: k.vars["KUBE_REF_TOKEN"]}
 	b.pid = k.pid("KUBE_REF_APISERVER_PID")
 	b.storePid = k.pid("KUBE_REF_ETCD_PID")
 	// kube-apiserver has no memory limit to check a peak against.
 	b.cfg.memoryLimitMiB = 0
-	r := b.report
 	r.Server = b.base + " (kube-apiserver on etcd, scripts/kube-ref-start)"
 	r.Bin = filepath.Join(filepath.Dir(filepath.Dir(script)), ".cache", "kube-ref", "bin", "kube-apiserver")
 	r.Version = kubeRefVersion(ctx, b)
@@ -232,6 +242,7 @@ func runKubeRef(ctx context.Context, cfg config) (*Report, error) {
 	}
 	b.logf("kube-ref: kube-apiserver pid %d, etcd pid %d on %s", b.pid, b.storePid, b.base)
 	err = b.runWorkloads(ctx)
+	stop()
 	r.LoadAvg = append(r.LoadAvg, loadAvg())
 	return r, err
 }
