@@ -316,6 +316,14 @@ func compareReports(edge, kube *Report) []comparison {
 			continue
 		}
 		out = append(out, c)
+		if e.Unit == "s" && e.ServerCPU > 0 && k.ServerCPU > 0 {
+			// A timed single value (informer) with the server's CPU
+			// over it: the CPU is the steadier figure on a shared
+			// machine.
+			ec, kc := e.ServerCPU*e.Value, k.ServerCPU*k.Value
+			out = append(out, comparison{workload: e.Workload + " server CPU",
+				edgeapi: fmt.Sprintf("%.2f core-s", ec), kube: fmt.Sprintf("%.2f core-s", kc), ratio: kc / ec})
+		}
 	}
 	return out
 }

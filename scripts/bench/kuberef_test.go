@@ -164,7 +164,7 @@ func TestCompareReports(t *testing.T) {
 	edge := &Report{Results: []Result{
 		{Workload: "create-64", OpsPerSec: 6000, Latency: &Latency{P50MS: 5, P99MS: 20}},
 		{Workload: "list-10k", Value: 13.4, Unit: "MiB", Latency: &Latency{P50MS: 50, P99MS: 80}},
-		{Workload: "informer-100k", Value: 2, Unit: "s"},
+		{Workload: "informer-100k", Value: 2, Unit: "s", ServerCPU: 0.5},
 		{Workload: "rss-idle", Value: 30, Unit: "MiB"},
 		{Workload: "sqlite-ref", OpsPerSec: 10000, Latency: &Latency{P50MS: 4}},
 	}}
@@ -172,14 +172,14 @@ func TestCompareReports(t *testing.T) {
 		{Workload: "startup", Value: 5, Unit: "s"},
 		{Workload: "create-64", OpsPerSec: 1500, Latency: &Latency{P50MS: 30, P99MS: 110}},
 		{Workload: "list-10k", Value: 14, Unit: "MiB", Latency: &Latency{P50MS: 130, P99MS: 140}},
-		{Workload: "informer-100k", Value: 8, Unit: "s"},
+		{Workload: "informer-100k", Value: 8, Unit: "s", ServerCPU: 0.5},
 		{Workload: "rss-idle", Value: 300, Unit: "MiB"},
 	}}
 	got := map[string]float64{}
 	for _, c := range compareReports(edge, kube) {
 		got[c.workload] = c.ratio
 	}
-	want := map[string]float64{"create-64": 4, "list-10k": 2.6, "informer-100k": 4, "rss-idle": 10}
+	want := map[string]float64{"create-64": 4, "list-10k": 2.6, "informer-100k": 4, "informer-100k server CPU": 4, "rss-idle": 10}
 	if len(got) != len(want) {
 		t.Errorf("compared %v, want %v", got, want)
 	}
