@@ -68,6 +68,7 @@ func runInformer(ctx context.Context, b *bench) ([]Result, error) {
 	}
 	self0 := selfCPU()
 	start := time.Now()
+	reqs.start = start
 	factory.Start(stop)
 	tick := time.NewTicker(informerPoll)
 	defer tick.Stop()
@@ -108,6 +109,10 @@ type requestLog struct {
 	mu    sync.Mutex
 	lines []string
 	bytes atomic.Int64
+	// start is when the informer started; first is when the first
+	// response byte arrived, in nanoseconds after start (0: none yet).
+	start time.Time
+	first atomic.Int64
 }
 
 func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
@@ -121,7 +126,7 @@ func (l *requestLog) wrap(rt http.RoundTripper) http.RoundTripper {
 		l.lines = append(l.lines, line)
 		l.mu.Unlock()
 		if resp != nil {
-			resp.Body = &countingBody{ReadCloser: resp.Body, n: &l.bytes}
+			resp.Body = &countingBody{ReadCloser: resp.Body, log: l}
 		}
 		return resp, err
 	})
@@ -164,21 +169,31 @@ func (l *requestLog) summary() string {
 		more = fmt.Sprintf(" and %d more", len(lines)-4)
 		lines = lines[:4]
 	}
-	return fmt.Sprintf("requests: %s%s; %.1f MiB of responses", strings.Join(lines, ", "), more, float64(l.bytes.Load())/(1<<20))
+	first := "none"
+	if f := l.first.Load(); f > 0 {
+		first = fmt.Sprintf("%.3f s after Start", time.Duration(f).Seconds())
+	}
+	return fmt.Sprintf("requests: %s%s; %.1f MiB of responses, the first byte %s", strings.Join(lines, ", "), more, float64(l.bytes.Load())/(1<<20), first)
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
-// countingBody adds the bytes read through it to n.
+// countingBody adds the bytes read through it to its log's count, and
+// notes when the first arrived.
 type countingBody struct {
 	io.ReadCloser
-	n *atomic.Int64
+	log *requestLog
 }
 
 func (c *countingBody) Read(p []byte) (int, error) {
 	k, err := c.ReadCloser.Read(p)
-	c.n.Add(int64(k))
+	if k > 0 {
+		c.log.bytes.Add(int64(k))
+		if c.log.first.Load() == 0 && !c.log.start.IsZero() {
+			c.log.first.CompareAndSwap(0, int64(max(time.Since(c.log.start), 1)))
+		}
+	}
 	return k, err
 }
