@@ -24,6 +24,12 @@
 // reach with the kubeconfig the daemon writes. --daemon-args passes serve
 // flags through, e.g. --daemon-args "--authorization-mode=RBAC".
 //
+// --kube-ref runs the chosen workloads against edgeapi and then against
+// kube-apiserver on etcd (scripts/kube-ref-build, scripts/kube-ref-start),
+// both over TLS with a system:masters token, and prints the ratios; the
+// informer workload times a client-go typed informer's initial sync (see
+// kuberef.go and informer.go).
+//
 // The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
 // with a small in-memory fake of the API, to test this tool and measure its
 // own overhead: `go build -o /tmp/bench ./scripts/bench && /tmp/bench --bin
