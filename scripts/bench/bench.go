@@ -24,6 +24,12 @@ type bench struct {
 	d      *daemon
 	pid    int
 	tmpDir string
+	// storePid is a store process beside the daemon (kube-apiserver's
+	// etcd), whose CPU and RSS count with the daemon's; 0 when none.
+	storePid int
+	// serverTLS, when set, is how the shared client reaches an HTTPS
+	// server (kube-apiserver, or edgeapi with --main-tls).
+	serverTLS *serverTLS
 
 	report *Report
 	// bulkNS is the namespace of --bulk-objects objects, once created.
@@ -97,7 +103,7 @@ func (b *bench) beginMeasure(ctx context.Context) *measure {
 	m := &measure{b: b, stats: b.c.probeStats(ctx)}
 	m.selfCPU = selfCPU()
 	if b.pid > 0 {
-		m.serverCPU, _ = cpuTime(b.pid)
+		m.serverCPU, _ = b.serverCPUTime()
 	}
 	m.start = time.Now()
 	return m
@@ -113,7 +119,7 @@ func (m *measure) end(ctx context.Context, r *Result) {
 		r.ClientCPUPerOpUS = float64(cpu) / float64(r.Ops) / 1e3
 	}
 	if m.b.pid > 0 {
-		if s, err := cpuTime(m.b.pid); err == nil {
+		if s, err := m.b.serverCPUTime(); err == nil {
 			r.ServerCPU = float64(s-m.serverCPU) / float64(wall)
 		}
 	}
@@ -329,7 +335,8 @@ func (b *bench) seedConfigMaps(ctx context.Context, ns, prefix string, n, conc i
 	return float64(n) / time.Since(start).Seconds(), nil
 }
 
-// rss returns the daemon's RSS in MiB, or false when its pid is unknown.
+// rss returns the daemon's RSS in MiB, with its store process's (etcd)
+// when it has one, or false when its pid is unknown.
 func (b *bench) rss() (float64, bool) {
 	if b.pid <= 0 {
 		return 0, false
@@ -338,7 +345,25 @@ func (b *bench) rss() (float64, bool) {
 	if err != nil {
 		return 0, false
 	}
+	if b.storePid > 0 {
+		s, err := rssBytes(b.storePid)
+		if err != nil {
+			return 0, false
+		}
+		v += s
+	}
 	return float64(v) / (1 << 20), true
+}
+
+// serverCPUTime returns the CPU time the daemon has used, with its store
+// process's (etcd) when it has one.
+func (b *bench) serverCPUTime() (time.Duration, error) {
+	t, err := cpuTime(b.pid)
+	if err != nil || b.storePid <= 0 {
+		return t, err
+	}
+	s, err := cpuTime(b.storePid)
+	return t + s, err
 }
 
 func (b *bench) logf(format string, args ...any) {

@@ -27,6 +27,12 @@
 // their ratios (clientgo.go). --daemon-args passes serve
 // flags through, e.g. --daemon-args "--authorization-mode=RBAC".
 //
+// --kube-ref runs the chosen workloads against edgeapi and then against
+// kube-apiserver on etcd (scripts/kube-ref-build, scripts/kube-ref-start),
+// both over TLS with a system:masters token, and prints the ratios; the
+// informer workload times a client-go typed informer's initial sync (see
+// kuberef.go and informer.go).
+//
 // The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
 // with a small in-memory fake of the API, to test this tool and measure its
 // own overhead: `go build -o /tmp/bench ./scripts/bench && /tmp/bench --bin
@@ -125,6 +131,22 @@ type config struct {
 	// metricsRounds is the rounds of the metrics workload.
 	metricsRounds int
 
+	// informerObjects is the informer workload's ConfigMaps.
+	informerObjects int
+
+	// ca and token reach an https --server (see kuberef.go); storePid is
+	// the pid of the store process beside it (etcd), whose CPU and RSS
+	// are added to the daemon's.
+	ca, token string
+	storePid  int
+	// mainTLS runs the workloads over the started daemon's HTTPS
+	// listener with a system:masters token, as against kube-apiserver.
+	mainTLS bool
+	// kubeRef also runs the workloads against kube-apiserver on etcd,
+	// started with the kubeRefStart script.
+	kubeRef      bool
+	kubeRefStart string
+
 	jsonPath   string
 	commit     string
 	quiet      bool
@@ -169,6 +191,13 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.server, "server", "", "URL of a running daemon (http://127.0.0.1:PORT); default: start --bin")
 	fs.StringVar(&cfg.bin, "bin", "bin/edgeapi", "edgeapi binary to start as `serve --data-dir TMP --insecure-listen 127.0.0.1:PORT`")
 	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
+	fs.StringVar(&cfg.ca, "ca", "", "with an https --server: the CA `file` of its serving certificate (the workloads then use TLS, HTTP/1.1)")
+	fs.StringVar(&cfg.token, "token", "", "with an https --server: the bearer token the workloads send")
+	fs.IntVar(&cfg.storePid, "store-pid", 0, "with --server: the pid of a store process beside the daemon (etcd), whose CPU and RSS are added to --pid's")
+	fs.BoolVar(&cfg.kubeRef, "kube-ref", false, "after the workloads against edgeapi, run them against kube-apiserver on etcd (scripts/kube-ref-build first), started and stopped with --kube-ref-start, and print both and their ratios; implies --main-tls unless --main-tls=false")
+	fs.StringVar(&cfg.kubeRefStart, "kube-ref-start", "scripts/kube-ref-start", "with --kube-ref: the script that starts the reference and prints its URL, token, CA and pids")
+	mainTLS := fs.String("main-tls", "", "true: run the workloads over the started daemon's HTTPS listener (TLS, HTTP/1.1) with a system:masters token, as against kube-apiserver; false: over --insecure-listen (default: true with --kube-ref, else false)")
+	fs.IntVar(&cfg.informerObjects, "informer-objects", 100_000, "informer workload: ConfigMaps in its namespace when the informer starts")
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", DefaultReadyTimeout, "how long a started daemon gets to answer /readyz 200")
 	daemonArgs := fs.String("daemon-args", "", "extra space-separated serve arguments for the main daemon this tool starts (not the big or compaction ones) (e.g. \"--debug-pprof 127.0.0.1:6060\")")
 	fs.Float64Var(&cfg.memoryLimitMiB, "memory-limit-mib", DefaultMemoryLimitMiB, "the daemon's --memory-limit in MiB, for the peak-RSS check of each workload (taken from --daemon-args when it has --memory-limit; 0: no check)")
@@ -225,6 +254,20 @@ func parseFlags(args []string) (config, error) {
 		return cfg, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	cfg.daemonArgs = strings.Fields(*daemonArgs)
+	switch *mainTLS {
+	case "":
+		cfg.mainTLS = cfg.kubeRef
+	case "true", "false":
+		cfg.mainTLS = *mainTLS == "true"
+	default:
+		return cfg, fmt.Errorf("bad --main-tls %q: true or false", *mainTLS)
+	}
+	if cfg.kubeRef && cfg.server != "" {
+		return cfg, errors.New("--kube-ref starts its own daemon and reference: drop --server")
+	}
+	if cfg.server != "" && strings.HasPrefix(cfg.server, "https://") && cfg.ca == "" {
+		return cfg, errors.New("an https --server needs --ca")
+	}
 	if mib, ok, err := memoryLimitFromArgs(cfg.daemonArgs); err != nil {
 		return cfg, err
 	} else if ok {
@@ -268,7 +311,7 @@ func parseFlags(args []string) (config, error) {
 		cfg.lists < 1 || cfg.coldLists < 1 || cfg.watchers < 1 || cfg.writeRate < 1 || cfg.watchWriters < 1 || cfg.bigObjects < 1 ||
 		cfg.applyClients < 1 || cfg.patchClients < 1 || cfg.idleWatchers < 1 || cfg.bulkObjects < 1 ||
 		cfg.pageLimit < 1 || cfg.pagedLists < 1 || cfg.compactionRows < 1 || cfg.compactionPayload < 0 ||
-		cfg.compactionWriteRate < 1 || cfg.backupObjects < 1 {
+		cfg.compactionWriteRate < 1 || cfg.backupObjects < 1 || cfg.informerObjects < 1 {
 		return cfg, errors.New("counts and rates must be positive")
 	}
 	if cfg.duration <= 0 || cfg.maxOps < 1 {
@@ -296,7 +339,37 @@ func run(ctx context.Context, args []string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	b := &bench{
+	b := newBench(cfg)
+	err = b.run(ctx)
+	if !cfg.kubeRef {
+		return err
+	}
+	if ctx.Err() != nil {
+		return err
+	}
+	kube, kerr := runKubeRef(ctx, cfg)
+	if kube == nil {
+		return errors.Join(err, kerr)
+	}
+	if kerr != nil {
+		kube.Failures = append(kube.Failures, "kube-ref: "+kerr.Error())
+	}
+	printReport(os.Stdout, kube)
+	if cfg.jsonPath != "" {
+		if werr := writeJSON(kubeRefJSONPath(cfg.jsonPath), kube); werr != nil {
+			kerr = errors.Join(kerr, fmt.Errorf("write json: %w", werr))
+		}
+	}
+	printComparison(os.Stdout, b.report, kube)
+	if kerr == nil && len(kube.Failures) > 0 {
+		kerr = fmt.Errorf("kube-ref: %d workload(s) failed", len(kube.Failures))
+	}
+	return errors.Join(err, kerr)
+}
+
+// newBench returns the state of one run with cfg, its report started.
+func newBench(cfg config) *bench {
+	return &bench{
 		cfg:   cfg,
 		runID: fmt.Sprintf("%06x", rand.Uint32()&0xffffff),
 		report: &Report{
@@ -315,16 +388,26 @@ func run(ctx context.Context, args []string) error {
 				"daemon_args": cfg.daemonArgs, "memory_limit_mib": cfg.memoryLimitMiB, "rss_margin_mib": cfg.rssMarginMiB, "tls_rounds": cfg.tlsRounds, "tls_create_clients": cfg.tlsCreateClients,
 				"tls_watch_sizes": cfg.tlsWatchSizes, "handshake_clients": cfg.handshakeClients,
 				"client": cfg.client, "idle_watch_conns": cfg.idleWatchConns, "tls_rbac_bindings": cfg.tlsRBACBindings,
+				"informer_objects": cfg.informerObjects, "main_tls": cfg.mainTLS,
 			},
 		},
 	}
-	report := b.report
+}
+
+// run runs the workloads against --server or a daemon it starts, prints
+// the report and writes its JSON.
+func (b *bench) run(ctx context.Context) error {
+	cfg, report := b.cfg, b.report
 	report.LoadAvg = append(report.LoadAvg, loadAvg())
 
 	repoDir, _ := os.Getwd()
 	if cfg.server != "" {
 		b.base = strings.TrimRight(cfg.server, "/")
 		b.pid = cfg.pid
+		b.storePid = cfg.storePid
+		if cfg.ca != "" {
+			b.serverTLS = &serverTLS{caFile: cfg.ca, token: cfg.token}
+		}
 		report.Server = b.base
 	} else {
 		bin, err := filepath.Abs(cfg.bin)
@@ -353,9 +436,9 @@ func run(ctx context.Context, args []string) error {
 			return err
 		}
 		args := withoutWatchBounds(cfg.daemonArgs)
-		if cfg.tlsRBACBindings > 0 {
+		if cfg.tlsRBACBindings > 0 || cfg.mainTLS {
 			tokens := filepath.Join(b.tmpDir, "tokens.csv")
-			if err := os.WriteFile(tokens, []byte(benchToken+","+benchUser+",bench-uid\n"), 0o600); err != nil {
+			if err := os.WriteFile(tokens, []byte(tokenFile), 0o600); err != nil {
 				return err
 			}
 			args = append(args[:len(args):len(args)], "--token-auth-file", tokens)
@@ -366,6 +449,13 @@ func run(ctx context.Context, args []string) error {
 		}
 		b.d, b.pid, b.base = d, d.pid(), "http://"+addr
 		report.Server = b.base
+		if cfg.mainTLS {
+			if err := b.useMainTLS(); err != nil {
+				_ = d.stop()
+				return err
+			}
+			report.Server = b.base + " (HTTPS, HTTP/1.1, a system:masters token)"
+		}
 		stopped := false
 		stopDaemon := func() {
 			if stopped {
@@ -405,7 +495,11 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 		maxConns = max(maxConns, n)
 	}
 	maxConns = max(maxConns, b.cfg.getClients, b.cfg.rmwClients, b.cfg.watchWriters, b.cfg.applyClients, b.cfg.patchClients, b.cfg.tlsCreateClients)
-	b.c = newClient(b.base, maxConns)
+	c, err := newServerClient(b.base, b.serverTLS, maxConns)
+	if err != nil {
+		return err
+	}
+	b.c = c
 	defer b.c.close()
 
 	if b.pid > 0 {

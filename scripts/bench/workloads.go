@@ -47,6 +47,7 @@ var workloads = []workload{
 	{"tls-handshake", "new connections per second: full TLS handshakes with the client certificate, alone and with a GET each, and plain ones", false, runTLSHandshake},
 	{"cr-list", "LIST of --list-objects custom resources against as many ConfigMaps of the same size", false, runCRList},
 	{"metrics", "gets at --get-clients against two daemons of their own, metrics recording off (EDGEAPI_DISABLE_METRICS) and on, --metrics-rounds in alternating order; ratio on/off", false, runMetricsCost},
+	{"informer", "client-go typed SharedInformer (Protobuf) for ConfigMaps: Start to HasSynced over --informer-objects in one namespace, and the server's CPU meanwhile", false, runInformer},
 	{"sqlite-ref", "reference for create-64: one goroutine inserting ~1 KiB ConfigMap rows (objects + change log) into a fresh SQLite file with the store's schema and pragmas (WAL, synchronous=FULL), 64 per transaction; rows/s, per-commit p50/p99, and the ratio create-64/sqlite-ref when create ran before it", false, runSQLiteRef},
 }
 
