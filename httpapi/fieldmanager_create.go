@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -53,6 +55,9 @@ type createManagedEntry struct {
 	// managedFields is the metadata.managedFields value set (a list of
 	// one entry), nil when the field manager set none.
 	managedFields []interface{}
+	// typed is the managedFields of a typed object: none, or one entry
+	// whose time each copy replaces.
+	typed []metav1.ManagedFieldsEntry
 }
 
 var shapeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -63,7 +68,7 @@ var shapeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b
 func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj runtime.Object, manager string) runtime.Object {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return fm.UpdateNoErrors(live, obj, manager)
+		return c.updateCreateTyped(fm, live, obj, manager)
 	}
 	bp := shapeBufs.Get().(*[]byte)
 	defer shapeBufs.Put(bp)
@@ -114,19 +119,87 @@ func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj 
 	default:
 		return out
 	}
+	c.add(createManagedKey{fm, string(key)}, entry)
+	return out
+}
+
+// updateCreateTyped is updateCreate for a typed object (a built-in kind).
+// Its shape is that of its unstructured form, which has the fields and
+// values structured-merge-diff reads from the Go struct (both follow the
+// JSON tags and omitempty); the ~30 µs the field manager takes for a
+// ConfigMap become about 5 µs on a hit.
+func (c *createManagers) updateCreateTyped(fm *managedfields.FieldManager, live, obj runtime.Object, manager string) runtime.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetManagedFields() != nil {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	if _, has := m.GetAnnotations()[lastAppliedAnnotation]; has {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	bp := shapeBufs.Get().(*[]byte)
+	defer shapeBufs.Put(bp)
+	key, ok := createShape((*bp)[:0], &unstructured.Unstructured{Object: content}, manager)
+	*bp = key[:0]
+	if !ok {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	c.mu.Lock()
+	e, hit := c.entries[createManagedKey{fm, string(key)}]
+	c.mu.Unlock()
+	if hit {
+		if e.typed != nil {
+			mf := copyManagedEntries(e.typed)
+			now := &metav1.Time{Time: time.Now().UTC()}
+			for i := range mf {
+				mf[i].Time = now
+			}
+			m.SetManagedFields(mf)
+		}
+		return obj
+	}
+	out := fm.UpdateNoErrors(live, obj, manager)
+	om, err := meta.Accessor(out)
+	if err != nil {
+		return out
+	}
+	var entry createManagedEntry
+	switch mf := om.GetManagedFields(); {
+	case mf == nil:
+	case len(mf) == 1 && mf[0].Time != nil:
+		entry.typed = copyManagedEntries(mf)
+	default:
+		return out
+	}
+	c.add(createManagedKey{fm, string(key)}, entry)
+	return out
+}
+
+// copyManagedEntries deep-copies entries.
+func copyManagedEntries(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	out := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i := range entries {
+		entries[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// add keeps entry for key, emptying the cache first when it is full.
+func (c *createManagers) add(k createManagedKey, entry createManagedEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	size := 2*len(key) + createManagedEntryBytes
+	size := 2*len(k.shape) + createManagedEntryBytes
 	if c.entries == nil || c.bytes+size > createManagedMaxBytes {
 		c.entries = map[createManagedKey]createManagedEntry{}
 		c.bytes = 0
 	}
-	k := createManagedKey{fm, string(key)}
 	if _, ok := c.entries[k]; !ok {
 		c.entries[k] = entry
 		c.bytes += size
 	}
-	return out
 }
 
 // lastAppliedAnnotation is kubectl's client-side apply annotation, which
