@@ -65,7 +65,7 @@ func (s *Server) handlePatch(r *request) error {
 	}
 	var warnings []string
 	manager := managerName(opts.fieldManager, c.Request().UserAgent())
-	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(cur runtime.Object) (runtime.Object, error) {
+	res, err := s.guaranteedUpdateReading(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(cur runtime.Object) (runtime.Object, error) {
 		obj, w, err := s.applyPatchKind(r.kind, pt, patch, cur, opts.fieldValidation)
 		warnings = w
 		if err == nil {
