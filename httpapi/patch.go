@@ -132,7 +132,7 @@ func (s *Server) applyPatchKind(k *registry.Kind, pt types.PatchType, patch []by
 			}
 			strictErrs = errs
 		}
-		patchedJS, err = jsonpatch.MergePatch(curJS, patch)
+		patchedJS, err = mergePatch(curJS, patch)
 		if err == jsonpatch.ErrBadJSONPatch {
 			return nil, nil, apierrors.NewBadRequest(err.Error())
 		}
