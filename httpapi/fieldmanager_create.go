@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"sync"
@@ -124,10 +125,10 @@ func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj 
 }
 
 // updateCreateTyped is updateCreate for a typed object (a built-in kind).
-// Its shape is that of its unstructured form, which has the fields and
-// values structured-merge-diff reads from the Go struct (both follow the
-// JSON tags and omitempty); the ~30 µs the field manager takes for a
-// ConfigMap become about 5 µs on a hit.
+// Its shape is taken from its encoding/json form, which has the fields
+// and values structured-merge-diff reads from the Go struct (both follow
+// the JSON tags, omitempty and the types' own JSON encodings); the ~30 µs
+// the field manager takes for a ConfigMap become a few on a hit.
 func (c *createManagers) updateCreateTyped(fm *managedfields.FieldManager, live, obj runtime.Object, manager string) runtime.Object {
 	m, err := meta.Accessor(obj)
 	if err != nil || m.GetManagedFields() != nil {
@@ -136,13 +137,13 @@ func (c *createManagers) updateCreateTyped(fm *managedfields.FieldManager, live,
 	if _, has := m.GetAnnotations()[lastAppliedAnnotation]; has {
 		return fm.UpdateNoErrors(live, obj, manager)
 	}
-	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	js, err := json.Marshal(obj)
 	if err != nil {
 		return fm.UpdateNoErrors(live, obj, manager)
 	}
 	bp := shapeBufs.Get().(*[]byte)
 	defer shapeBufs.Put(bp)
-	key, ok := createShape((*bp)[:0], &unstructured.Unstructured{Object: content}, manager)
+	key, ok := typedCreateShape((*bp)[:0], js, manager)
 	*bp = key[:0]
 	if !ok {
 		return fm.UpdateNoErrors(live, obj, manager)
@@ -176,6 +177,90 @@ func (c *createManagers) updateCreateTyped(fm *managedfields.FieldManager, live,
 	}
 	c.add(createManagedKey{fm, string(key)}, entry)
 	return out
+}
+
+// typedCreateShape appends to dst the shape key of js, the encoding/json
+// form of a typed object, for manager: the manager, then js with each
+// scalar in an object reduced to its JSON type but apiVersion and kind
+// kept whole, and arrays kept whole, as createShape does for unstructured
+// objects. encoding/json writes a Go type's fields in one order and map
+// keys sorted, so the same shape always gives the same key. It reports
+// false for a key longer than createShapeMaxBytes.
+func typedCreateShape(dst, js []byte, manager string) ([]byte, bool) {
+	dst = strconv.AppendQuote(dst, manager)
+	dst, end, ok := appendJSONShape(dst, js, 0, true)
+	return dst, ok && end == len(js) && len(dst) <= createShapeMaxBytes
+}
+
+// appendJSONShape appends the shape of the object at js[i] (compact
+// JSON): members' keys as they are, scalar values reduced to s (string),
+// d (number), b (boolean) or z (null), objects recursively, arrays whole;
+// at the top (top set) apiVersion and kind are whole too. It returns the
+// index past the object.
+func appendJSONShape(dst, js []byte, i int, top bool) ([]byte, int, bool) {
+	if i >= len(js) || js[i] != '{' {
+		return dst, i, false
+	}
+	dst = append(dst, '{')
+	i++
+	if i < len(js) && js[i] == '}' {
+		return append(dst, '}'), i + 1, true
+	}
+	for i < len(js) {
+		if js[i] != '"' {
+			return dst, i, false
+		}
+		keyEnd := skipJSONString(js, i)
+		if keyEnd < 0 || keyEnd >= len(js) || js[keyEnd] != ':' {
+			return dst, i, false
+		}
+		key := js[i:keyEnd]
+		dst = append(dst, key...)
+		dst = append(dst, ':')
+		i = keyEnd + 1
+		if i >= len(js) {
+			return dst, i, false
+		}
+		whole := top && (string(key) == `"apiVersion"` || string(key) == `"kind"`)
+		switch c := js[i]; {
+		case c == '{':
+			var ok bool
+			if dst, i, ok = appendJSONShape(dst, js, i, false); !ok {
+				return dst, i, false
+			}
+		default:
+			end := skipJSONValue(js, i)
+			if end < 0 {
+				return dst, i, false
+			}
+			switch {
+			case whole || c == '[':
+				dst = append(dst, js[i:end]...)
+			case c == '"':
+				dst = append(dst, 's')
+			case c == 't' || c == 'f':
+				dst = append(dst, 'b')
+			case c == 'n':
+				dst = append(dst, 'z')
+			default:
+				dst = append(dst, 'd')
+			}
+			i = end
+		}
+		if len(dst) > createShapeMaxBytes || i >= len(js) {
+			return dst, i, false
+		}
+		switch js[i] {
+		case ',':
+			dst = append(dst, ',')
+			i++
+		case '}':
+			return append(dst, '}'), i + 1, true
+		default:
+			return dst, i, false
+		}
+	}
+	return dst, i, false
 }
 
 // copyManagedEntries deep-copies entries.

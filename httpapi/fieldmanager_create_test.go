@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -250,4 +251,38 @@ func typedWithoutTimes(t *testing.T, obj runtime.Object) string {
 		t.Fatal(err)
 	}
 	return fmt.Sprint(withoutTimes(v))
+}
+
+// TestTypedCreateShape: scalars in objects count by their JSON type,
+// arrays and the top-level apiVersion and kind whole, keys always.
+func TestTypedCreateShape(t *testing.T) {
+	shape := func(js string) string {
+		t.Helper()
+		key, ok := typedCreateShape(nil, []byte(js), "m")
+		if !ok {
+			t.Fatalf("typedCreateShape(%s) not ok", js)
+		}
+		return string(key)
+	}
+	base := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"1"}},"data":{"k":"v"},"n":1,"b":true,"z":null,"l":[1,"a"]}`
+	for _, tt := range []struct {
+		js   string
+		same bool
+	}{
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"bbb","labels":{"x":"2"}},"data":{"k":"w\"}"},"n":-2.5e3,"b":false,"z":null,"l":[1,"a"]}`, true},
+		{`{"kind":"Other","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"1"}},"data":{"k":"v"},"n":1,"b":true,"z":null,"l":[1,"a"]}`, false},
+		{`{"kind":"ConfigMap","apiVersion":"v2","metadata":{"name":"a","labels":{"x":"1"}},"data":{"k":"v"},"n":1,"b":true,"z":null,"l":[1,"a"]}`, false},
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","labels":{"y":"1"}},"data":{"k":"v"},"n":1,"b":true,"z":null,"l":[1,"a"]}`, false},
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"1"}},"data":{"k":"v"},"n":"1","b":true,"z":null,"l":[1,"a"]}`, false},
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"1"}},"data":{"k":"v"},"n":1,"b":true,"z":{},"l":[1,"a"]}`, false},
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"1"}},"data":{"k":"v"},"n":1,"b":true,"z":null,"l":[2,"a"]}`, false},
+		{`{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"a","labels":{"x":"1"}},"data":{"k":"v"},"n":1,"b":true,"z":null}`, false},
+	} {
+		if got := shape(tt.js) == shape(base); got != tt.same {
+			t.Errorf("shape of %s equals that of %s: %v, want %v", tt.js, base, got, tt.same)
+		}
+	}
+	if _, ok := typedCreateShape(nil, []byte(`{"l":[`+strings.Repeat(`"x",`, createShapeMaxBytes)+`"x"]}`), "m"); ok {
+		t.Errorf("a shape over %d bytes was kept", createShapeMaxBytes)
+	}
 }
