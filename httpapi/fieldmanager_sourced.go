@@ -23,7 +23,9 @@ import (
 // unstructured object into the same typed one first.
 //
 // The values are weak keys: an entry goes when its typed value is
-// collected. Objects without apiVersion and kind are not remembered (the
+// collected, so an object outlives its request by one garbage collection
+// cycle (the cleanup runs after the cycle that freed the typed value).
+// Objects without apiVersion and kind are not remembered (the
 // unstructured form would have none, the typed object has its Go type).
 type sourcedTypeConverter struct {
 	managedfields.TypeConverter
