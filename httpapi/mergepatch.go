@@ -74,8 +74,9 @@ func fastMergePatch(doc, patch []byte) (out []byte, ok bool) {
 	return d.append(out), true
 }
 
-// errMPForm: the value is not of the form asked for (or has a key the
-// fast path does not take, which mpMerger.bad records).
+// mpFormError: the value is not of the form asked for; bad when it has
+// something the fast path does not take (a key with an escape or beyond
+// ASCII), which mpMerger records.
 type mpFormError struct{ bad bool }
 
 func (mpFormError) Error() string { return "merge patch: other form" }
@@ -119,7 +120,8 @@ func (m *mpMerger) merge(cur, patch *mpNode) *mpNode {
 // pruneNulls drops the null members of n's objects, at any depth through
 // objects and arrays; the null elements of arrays stay.
 func (m *mpMerger) pruneNulls(n *mpNode) {
-	if err := n.intoObj(); err == nil {
+	err := n.intoObj()
+	if err == nil {
 		for k, v := range n.obj {
 			if v == nil {
 				delete(n.obj, k)
@@ -128,9 +130,8 @@ func (m *mpMerger) pruneNulls(n *mpNode) {
 			}
 		}
 		return
-	} else {
-		m.noteBad(err)
 	}
+	m.noteBad(err)
 	if err := n.intoAry(); err == nil {
 		for _, v := range n.ary {
 			if v != nil {
