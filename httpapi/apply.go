@@ -134,6 +134,10 @@ func wholeFloatsToInts(v interface{}) interface{} {
 // JSON rejects, goes through YAML, which words the errors.
 func decodeApplyPatch(body []byte, into *map[string]interface{}) error {
 	if t := bytes.TrimLeft(body, " \r\n"); len(t) > 0 && t[0] == '{' && plainJSON(body) {
+		if m, ok := decodePlainJSONObject(body); ok && shortKeys(m) {
+			*into = m
+			return nil
+		}
 		m := map[string]interface{}{}
 		if json.Unmarshal(body, &m) == nil && shortKeys(m) {
 			*into = m

@@ -81,7 +81,9 @@ func (f *fieldManagers) pruneLocked() {
 }
 
 func (f *fieldManagers) typeConverter() managedfields.TypeConverter {
-	f.tcOnce.Do(func() { f.tc = boundedTypeConverter{applyschema.NewTypeConverter(registry.Scheme)} })
+	f.tcOnce.Do(func() {
+		f.tc = boundedTypeConverter{newSourcedTypeConverter(applyschema.NewTypeConverter(registry.Scheme))}
+	})
 	return f.tc
 }
 

@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/managedfields"
@@ -53,6 +56,9 @@ type createManagedEntry struct {
 	// managedFields is the metadata.managedFields value set (a list of
 	// one entry), nil when the field manager set none.
 	managedFields []interface{}
+	// typed is the managedFields of a typed object: none, or one entry
+	// whose time each copy replaces.
+	typed []metav1.ManagedFieldsEntry
 }
 
 var shapeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
@@ -63,7 +69,7 @@ var shapeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b
 func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj runtime.Object, manager string) runtime.Object {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return fm.UpdateNoErrors(live, obj, manager)
+		return c.updateCreateTyped(fm, live, obj, manager)
 	}
 	bp := shapeBufs.Get().(*[]byte)
 	defer shapeBufs.Put(bp)
@@ -114,19 +120,171 @@ func (c *createManagers) updateCreate(fm *managedfields.FieldManager, live, obj 
 	default:
 		return out
 	}
+	c.add(createManagedKey{fm, string(key)}, entry)
+	return out
+}
+
+// updateCreateTyped is updateCreate for a typed object (a built-in kind).
+// Its shape is taken from its encoding/json form, which has the fields
+// and values structured-merge-diff reads from the Go struct (both follow
+// the JSON tags, omitempty and the types' own JSON encodings); the ~30 µs
+// the field manager takes for a ConfigMap become a few on a hit.
+func (c *createManagers) updateCreateTyped(fm *managedfields.FieldManager, live, obj runtime.Object, manager string) runtime.Object {
+	m, err := meta.Accessor(obj)
+	if err != nil || m.GetManagedFields() != nil {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	if _, has := m.GetAnnotations()[lastAppliedAnnotation]; has {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	js, err := json.Marshal(obj)
+	if err != nil {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	bp := shapeBufs.Get().(*[]byte)
+	defer shapeBufs.Put(bp)
+	key, ok := typedCreateShape((*bp)[:0], js, manager)
+	*bp = key[:0]
+	if !ok {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	c.mu.Lock()
+	e, hit := c.entries[createManagedKey{fm, string(key)}]
+	c.mu.Unlock()
+	if hit {
+		if e.typed != nil {
+			mf := copyManagedEntries(e.typed)
+			now := &metav1.Time{Time: time.Now().UTC()}
+			for i := range mf {
+				mf[i].Time = now
+			}
+			m.SetManagedFields(mf)
+		}
+		return obj
+	}
+	out := fm.UpdateNoErrors(live, obj, manager)
+	om, err := meta.Accessor(out)
+	if err != nil {
+		return out
+	}
+	var entry createManagedEntry
+	switch mf := om.GetManagedFields(); {
+	case mf == nil:
+	case len(mf) == 1 && mf[0].Time != nil:
+		entry.typed = copyManagedEntries(mf)
+	default:
+		return out
+	}
+	c.add(createManagedKey{fm, string(key)}, entry)
+	return out
+}
+
+// typedCreateShape appends to dst the shape key of js, the encoding/json
+// form of a typed object, for manager: the manager, then js with each
+// scalar in an object reduced to its JSON type but apiVersion and kind
+// kept whole, and arrays kept whole, as createShape does for unstructured
+// objects. encoding/json writes a Go type's fields in one order and map
+// keys sorted, so the same shape always gives the same key. It reports
+// false for a key longer than createShapeMaxBytes.
+func typedCreateShape(dst, js []byte, manager string) ([]byte, bool) {
+	dst = strconv.AppendQuote(dst, manager)
+	dst, end, ok := appendJSONShape(dst, js, 0, true)
+	return dst, ok && end == len(js) && len(dst) <= createShapeMaxBytes
+}
+
+// appendJSONShape appends the shape of the object at js[i] (compact
+// JSON): members' keys as they are, scalar values reduced to s (string),
+// d (number), b (boolean) or z (null), objects recursively, arrays whole;
+// at the top (top set) apiVersion and kind are whole too. It returns the
+// index past the object.
+func appendJSONShape(dst, js []byte, i int, top bool) ([]byte, int, bool) {
+	if i >= len(js) || js[i] != '{' {
+		return dst, i, false
+	}
+	dst = append(dst, '{')
+	i++
+	if i < len(js) && js[i] == '}' {
+		return append(dst, '}'), i + 1, true
+	}
+	for i < len(js) {
+		if js[i] != '"' {
+			return dst, i, false
+		}
+		keyEnd := skipJSONString(js, i)
+		if keyEnd < 0 || keyEnd >= len(js) || js[keyEnd] != ':' {
+			return dst, i, false
+		}
+		key := js[i:keyEnd]
+		dst = append(dst, key...)
+		dst = append(dst, ':')
+		i = keyEnd + 1
+		if i >= len(js) {
+			return dst, i, false
+		}
+		whole := top && (string(key) == `"apiVersion"` || string(key) == `"kind"`)
+		switch c := js[i]; {
+		case c == '{':
+			var ok bool
+			if dst, i, ok = appendJSONShape(dst, js, i, false); !ok {
+				return dst, i, false
+			}
+		default:
+			end := skipJSONValue(js, i)
+			if end < 0 {
+				return dst, i, false
+			}
+			switch {
+			case whole || c == '[':
+				dst = append(dst, js[i:end]...)
+			case c == '"':
+				dst = append(dst, 's')
+			case c == 't' || c == 'f':
+				dst = append(dst, 'b')
+			case c == 'n':
+				dst = append(dst, 'z')
+			default:
+				dst = append(dst, 'd')
+			}
+			i = end
+		}
+		if len(dst) > createShapeMaxBytes || i >= len(js) {
+			return dst, i, false
+		}
+		switch js[i] {
+		case ',':
+			dst = append(dst, ',')
+			i++
+		case '}':
+			return append(dst, '}'), i + 1, true
+		default:
+			return dst, i, false
+		}
+	}
+	return dst, i, false
+}
+
+// copyManagedEntries deep-copies entries.
+func copyManagedEntries(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	out := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i := range entries {
+		entries[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+// add keeps entry for key, emptying the cache first when it is full.
+func (c *createManagers) add(k createManagedKey, entry createManagedEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	size := 2*len(key) + createManagedEntryBytes
+	size := 2*len(k.shape) + createManagedEntryBytes
 	if c.entries == nil || c.bytes+size > createManagedMaxBytes {
 		c.entries = map[createManagedKey]createManagedEntry{}
 		c.bytes = 0
 	}
-	k := createManagedKey{fm, string(key)}
 	if _, ok := c.entries[k]; !ok {
 		c.entries[k] = entry
 		c.bytes += size
 	}
-	return out
 }
 
 // lastAppliedAnnotation is kubectl's client-side apply annotation, which

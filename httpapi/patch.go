@@ -65,7 +65,7 @@ func (s *Server) handlePatch(r *request) error {
 	}
 	var warnings []string
 	manager := managerName(opts.fieldManager, c.Request().UserAgent())
-	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(cur runtime.Object) (runtime.Object, error) {
+	res, err := s.guaranteedUpdateReading(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(cur runtime.Object) (runtime.Object, error) {
 		obj, w, err := s.applyPatchKind(r.kind, pt, patch, cur, opts.fieldValidation)
 		warnings = w
 		if err == nil {
@@ -132,7 +132,7 @@ func (s *Server) applyPatchKind(k *registry.Kind, pt types.PatchType, patch []by
 			}
 			strictErrs = errs
 		}
-		patchedJS, err = jsonpatch.MergePatch(curJS, patch)
+		patchedJS, err = mergePatch(curJS, patch)
 		if err == jsonpatch.ErrBadJSONPatch {
 			return nil, nil, apierrors.NewBadRequest(err.Error())
 		}

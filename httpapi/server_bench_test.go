@@ -64,6 +64,7 @@ func BenchmarkServer_Create(b *testing.B) {
 	var n atomic.Int64
 	b.SetParallelism(32)
 	b.ReportAllocs()
+	cpu := startCPU(b)
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
@@ -83,6 +84,7 @@ func BenchmarkServer_Create(b *testing.B) {
 		}
 	})
 	b.StopTimer()
+	cpu.report()
 	st := db.Stats()
 	if st.Batches > 0 {
 		b.ReportMetric(float64(st.BatchedWrites)/float64(st.Batches), "writes/batch")

@@ -39,6 +39,19 @@ type updateResult struct {
 // the read revision as precondition, retrying when another writer got in
 // between. A no-op writes nothing.
 func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, manager string, dryRun bool, fn updateFunc) (updateResult, error) {
+	return s.guaranteedUpdateOf(ctx, r, subresource, manager, dryRun, fn, true)
+}
+
+// guaranteedUpdateReading is guaranteedUpdate for an fn that only reads
+// the current object (a PUT ignores it, a JSON or merge patch encodes
+// it): fn gets the decoded object itself rather than a copy.
+func (s *Server) guaranteedUpdateReading(ctx context.Context, r *request, subresource, manager string, dryRun bool, fn updateFunc) (updateResult, error) {
+	return s.guaranteedUpdateOf(ctx, r, subresource, manager, dryRun, fn, false)
+}
+
+// guaranteedUpdateOf is guaranteedUpdate, giving fn a copy of the current
+// object when copyCur is set.
+func (s *Server) guaranteedUpdateOf(ctx context.Context, r *request, subresource, manager string, dryRun bool, fn updateFunc, copyCur bool) (updateResult, error) {
 	k := r.kind
 	key := s.key(k, r.ri.Namespace, r.ri.Name)
 	gr := r.gr()
@@ -68,7 +81,11 @@ func (s *Server) guaranteedUpdate(ctx context.Context, r *request, subresource, 
 		if err != nil {
 			return nil, apierrors.NewInternalError(err)
 		}
-		obj, err := fn(old.DeepCopyObject())
+		in := old
+		if copyCur {
+			in = old.DeepCopyObject()
+		}
+		obj, err := fn(in)
 		if err != nil {
 			return nil, err
 		}
@@ -325,7 +342,7 @@ func (s *Server) handleUpdate(r *request) error {
 		return s.writeError(c, err)
 	}
 	manager := managerName(opts.fieldManager, c.Request().UserAgent())
-	res, err := s.guaranteedUpdate(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(runtime.Object) (runtime.Object, error) {
+	res, err := s.guaranteedUpdateReading(c.Request().Context(), r, r.ri.Subresource, manager, opts.dryRun, func(runtime.Object) (runtime.Object, error) {
 		return obj.DeepCopyObject(), nil
 	})
 	if apierrors.IsNotFound(err) && k.AllowCreateOnUpdate && r.ri.Subresource == "" {
