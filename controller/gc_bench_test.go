@@ -91,3 +91,50 @@ func processCPU() time.Duration {
 func reportCPU(b *testing.B, start time.Duration) {
 	b.ReportMetric(float64(processCPU()-start)/float64(time.Millisecond)/float64(b.N), "cpu-ms/op")
 }
+
+// BenchmarkGarbageCollector_Tick measures the collector's periodic tick
+// on a store of benchGCObjects ConfigMaps, once it has scanned them: with
+// nothing to retry (idle), and with 100 dependents of existing owners to
+// process again (each tick reads those and their owners).
+func BenchmarkGarbageCollector_Tick(b *testing.B) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{Path: filepath.Join(b.TempDir(), "bench.db"), UnsafeNoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	seedConfigMaps(b, db, "bench", benchGCObjects())
+	var pending []store.Key
+	owner := `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"owner","namespace":"deps","uid":"uid-owner"}}`
+	if _, err := db.Create(ctx, store.Key{Resource: "configmaps", Namespace: "deps", Name: "owner"}, "uid-owner", []byte(owner)); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 100 {
+		key := store.Key{Resource: "configmaps", Namespace: "deps", Name: fmt.Sprintf("dep-%03d", i)}
+		value := fmt.Appendf(nil, `{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":%q,"namespace":"deps","uid":"uid-%s","ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"uid-owner"}]}}`, key.Name, key.Name)
+		if _, err := db.Create(ctx, key, "uid-"+key.Name, value); err != nil {
+			b.Fatal(err)
+		}
+		pending = append(pending, key)
+	}
+	gc := newGarbageCollector(New(Config{Store: db, Registry: registry.Builtin()}))
+	if err := gc.resync(ctx); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		pending []store.Key
+	}{{"idle", nil}, {"100-pending", pending}} {
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := processCPU()
+			for b.Loop() {
+				for _, key := range tc.pending {
+					gc.retryLater(key)
+				}
+				gc.tick(ctx)
+			}
+			reportCPU(b, cpu)
+		})
+	}
+}
