@@ -292,3 +292,37 @@ func TestGarbageCollector_OwnerKindServedLater(t *testing.T) {
 		t.Errorf("serving the kind made %d Lists, want 1 (its own resource)", lists-lists0)
 	}
 }
+
+// TestGarbageCollector_ForegroundOwnerAfterFailedDelete: an owner in
+// foreground deletion whose blocking dependent could not be deleted
+// waits; after the tick that deletes the dependent, the owner goes too.
+func TestGarbageCollector_ForegroundOwnerAfterFailedDelete(t *testing.T) {
+	g := newGCTest(t, registry.Builtin())
+	block := true
+	ref := ownerRef("v1", "ConfigMap", "owner")
+	ref.BlockOwnerDeletion = &block
+	g.configMap("owner")
+	g.configMap("dep", ref)
+	g.objs.fail["dep"] = 1
+	g.start()
+	ownerKey := store.Key{Resource: "configmaps", Namespace: "ns", Name: "owner"}
+	now := metav1.Now()
+	owner := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "owner", Namespace: "ns", UID: "uid-owner", DeletionTimestamp: &now, Finalizers: []string{metav1.FinalizerDeleteDependents}}}
+	value, err := json.Marshal(owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.db.Update(g.ctx, ownerKey, store.Preconditions{}, value); err != nil {
+		t.Fatal(err)
+	}
+	g.waitFor("the dependent's first delete", func() bool { return g.objs.deletesOf("dep") >= 1 })
+	if !g.exists("owner") || !g.exists("dep") {
+		t.Fatalf("after the dependent's failed delete: owner stored %v, dependent stored %v; want both", g.exists("owner"), g.exists("dep"))
+	}
+	g.tick()
+	g.waitFor("the owner's deletion", func() bool { return !g.exists("owner") })
+	if g.exists("dep") {
+		t.Error("the dependent is still there after a tick")
+	}
+}
