@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -31,10 +32,27 @@ import (
 // interval, so a restart in the middle resumes). A reference to an owner
 // that never existed is left alone, unlike kube-controller-manager, which
 // deletes such dependents.
+//
+// Between rescans its cost follows the work, not the store: every change
+// that can give it work is an event it handles (an owner deleted or marked
+// for deletion, a dependent created or changed, a reference removed, a
+// blocking dependent gone). What events cannot bring is kept in two
+// bounded sets: objects whose processing failed (a read, delete or patch
+// error) or waits (an owner in foreground deletion with blocking
+// dependents left), which every tick processes again; and dependents that
+// refer to an owner of a kind not served yet (custom resources are served
+// some time after start), which are processed again when the registry
+// serves that kind. A registry change also scans the storage resources it
+// newly serves. The store is rescanned only at start, when the watch is
+// lost, after a failed scan, and when a set overflows.
 
-// gcResyncInterval is how often the collector rescans even without
-// events. A var so tests can shorten it.
+// gcResyncInterval is how often the collector retries what failed or
+// waits. A var so tests can shorten it.
 var gcResyncInterval = time.Minute
+
+// gcMaxPending bounds the retry set and the set of dependents with owners
+// of unserved kinds; past it, the collector rescans the store instead.
+const gcMaxPending = 10_000
 
 // gcMeta is the part of an object the collector reads.
 type gcMeta struct {
@@ -83,10 +101,88 @@ type garbageCollector struct {
 	// scanned records, for owner UIDs not known to be deleted, the
 	// revision up to which the change log was searched for their deletion.
 	scanned map[types.UID]int64
+	// retry holds the objects to process again at the next tick: their
+	// processing failed, or they are owners waiting for dependents.
+	retry map[store.Key]struct{}
+	// unresolved holds, by the owner reference's apiVersion and kind, the
+	// dependents that refer to an owner of a kind the registry did not
+	// serve when they were processed.
+	unresolved  map[ownerType]map[store.Key]struct{}
+	nUnresolved int
+	// rescan makes the next tick rescan the store: a scan failed, or the
+	// retry set overflowed. rescanOnServe makes the next registry change
+	// rescan it: the unresolved set overflowed.
+	rescan, rescanOnServe bool
+
+	// The fields below are only used by the collector's goroutine.
+
+	// registryGen is the registry generation whose storage resources
+	// served were scanned.
+	registryGen uint64
+	served      map[string]bool
+	// ticks, when set (by tests), replaces the ticker.
+	ticks <-chan time.Time
 }
 
+// ownerType is an owner reference's apiVersion and kind.
+type ownerType struct{ apiVersion, kind string }
+
 func newGarbageCollector(m *Manager) *garbageCollector {
-	return &garbageCollector{m: m, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}, deleted: map[types.UID]bool{}, scanned: map[types.UID]int64{}}
+	return &garbageCollector{m: m, dependents: map[types.UID]map[store.Key]struct{}{}, ownersOf: map[store.Key][]types.UID{}, deleted: map[types.UID]bool{}, scanned: map[types.UID]int64{},
+		retry: map[store.Key]struct{}{}, unresolved: map[ownerType]map[store.Key]struct{}{}}
+}
+
+// retryLater has the next tick process the object at key again.
+func (gc *garbageCollector) retryLater(key store.Key) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.rescan {
+		return
+	}
+	if len(gc.retry) >= gcMaxPending {
+		gc.rescan = true
+		clear(gc.retry)
+		return
+	}
+	gc.retry[key] = struct{}{}
+}
+
+// takeRetry empties the retry set and returns what it held.
+func (gc *garbageCollector) takeRetry() []store.Key {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	keys := make([]store.Key, 0, len(gc.retry))
+	for k := range gc.retry {
+		keys = append(keys, k)
+	}
+	clear(gc.retry)
+	return keys
+}
+
+// awaitServed records that the dependent at key refers to an owner of type
+// t, which the registry does not serve.
+func (gc *garbageCollector) awaitServed(t ownerType, key store.Key) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.rescanOnServe {
+		return
+	}
+	keys := gc.unresolved[t]
+	if _, ok := keys[key]; ok {
+		return
+	}
+	if gc.nUnresolved >= gcMaxPending {
+		gc.rescanOnServe = true
+		clear(gc.unresolved)
+		gc.nUnresolved = 0
+		return
+	}
+	if keys == nil {
+		keys = map[store.Key]struct{}{}
+		gc.unresolved[t] = keys
+	}
+	keys[key] = struct{}{}
+	gc.nUnresolved++
 }
 
 // index records key's owner references (none when refs is empty).
@@ -116,6 +212,28 @@ func (gc *garbageCollector) index(key store.Key, refs []metav1.OwnerReference) {
 		deps[key] = struct{}{}
 	}
 	gc.ownersOf[key] = uids
+}
+
+// forgetUnresolved drops the deleted dependent at key, which had refs,
+// from the set of those waiting for their owners' kinds to be served.
+func (gc *garbageCollector) forgetUnresolved(key store.Key, refs []metav1.OwnerReference) {
+	gc.mu.Lock()
+	defer gc.mu.Unlock()
+	if gc.nUnresolved == 0 {
+		return
+	}
+	for _, r := range refs {
+		t := ownerType{r.APIVersion, r.Kind}
+		if keys := gc.unresolved[t]; keys != nil {
+			if _, ok := keys[key]; ok {
+				delete(keys, key)
+				gc.nUnresolved--
+			}
+			if len(keys) == 0 {
+				delete(gc.unresolved, t)
+			}
+		}
+	}
 }
 
 func (gc *garbageCollector) markDeleted(uid types.UID) {
@@ -153,10 +271,10 @@ func (gc *garbageCollector) pruneDeleted() {
 // restart). It reads the log once for all of them, from the earliest
 // point not yet searched for one of them: a dependent may hold tens of
 // thousands of references, and one pass per reference made that
-// quadratic.
-func (gc *garbageCollector) deletedInLog(ctx context.Context, uids []types.UID) map[types.UID]bool {
+// quadratic. An error means the log could not be read to its end.
+func (gc *garbageCollector) deletedInLog(ctx context.Context, uids []types.UID) (map[types.UID]bool, error) {
 	if len(uids) == 0 {
-		return nil
+		return nil, nil
 	}
 	want := make(map[types.UID]bool, len(uids))
 	gc.mu.Lock()
@@ -169,11 +287,13 @@ func (gc *garbageCollector) deletedInLog(ctx context.Context, uids []types.UID) 
 	}
 	gc.mu.Unlock()
 	found := map[types.UID]bool{}
+	var err error
 	for {
 		if c := gc.m.cfg.Store.CompactedRev(); after < c {
 			after = c
 		}
-		events, err := gc.m.cfg.Store.ChangeKeys(ctx, after, 1000)
+		var events []store.Event
+		events, err = gc.m.cfg.Store.ChangeKeys(ctx, after, 1000)
 		if errors.Is(err, store.ErrCompacted) {
 			continue
 		}
@@ -197,7 +317,7 @@ func (gc *garbageCollector) deletedInLog(ctx context.Context, uids []types.UID) 
 		}
 	}
 	gc.mu.Unlock()
-	return found
+	return found, err
 }
 
 func (gc *garbageCollector) hasDependents(uid types.UID) bool {
@@ -271,16 +391,26 @@ func (gc *garbageCollector) run(ctx context.Context) {
 			continue
 		}
 		gc.m.gcHandled.Store(rev)
-		if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
-			gc.m.log.Sugar().Warnw("garbage collector resync", "error", err)
-		}
+		gc.resyncOrWarn(ctx)
 		gc.follow(ctx, w)
 		w.Stop()
 	}
 }
 
-// follow handles watch events until the watch ends; a periodic resync
-// retries work that failed.
+// resyncOrWarn rescans the store; when that fails, the next tick tries
+// again.
+func (gc *garbageCollector) resyncOrWarn(ctx context.Context) {
+	if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
+		gc.m.log.Sugar().Warnw("garbage collector resync", "error", err)
+		gc.mu.Lock()
+		gc.rescan = true
+		gc.mu.Unlock()
+	}
+}
+
+// follow handles watch events until the watch ends; a periodic tick
+// retries work that failed or waits, and registry changes are followed
+// as they come.
 func (gc *garbageCollector) follow(ctx context.Context, w *store.Watcher) {
 	events := make(chan *store.CachedEvent)
 	wctx, cancel := context.WithCancel(ctx)
@@ -299,8 +429,14 @@ func (gc *garbageCollector) follow(ctx context.Context, w *store.Watcher) {
 			}
 		}
 	}()
-	t := time.NewTicker(gcResyncInterval)
-	defer t.Stop()
+	ticks := gc.ticks
+	if ticks == nil {
+		t := time.NewTicker(gcResyncInterval)
+		defer t.Stop()
+		ticks = t.C
+	}
+	changed := gc.m.cfg.Registry.Changed()
+	gc.followRegistry(ctx)
 	for {
 		select {
 		case ev, ok := <-events:
@@ -309,12 +445,101 @@ func (gc *garbageCollector) follow(ctx context.Context, w *store.Watcher) {
 			}
 			gc.handle(ctx, &ev.Event)
 			gc.m.gcHandled.Store(ev.Rev())
-		case <-t.C:
-			if err := gc.resync(ctx); err != nil && ctx.Err() == nil {
-				gc.m.log.Sugar().Warnw("garbage collector resync", "error", err)
-			}
+		case <-changed:
+			changed = gc.m.cfg.Registry.Changed()
+			gc.followRegistry(ctx)
+		case <-ticks:
+			gc.tick(ctx)
 		case <-ctx.Done():
 			return
+		}
+	}
+}
+
+// tick processes the retry set again, or rescans the store when a scan
+// failed or the set overflowed.
+func (gc *garbageCollector) tick(ctx context.Context) {
+	gc.mu.Lock()
+	rescan := gc.rescan
+	gc.mu.Unlock()
+	if rescan {
+		gc.resyncOrWarn(ctx)
+		return
+	}
+	kinds := gc.kindsByStorage()
+	for _, key := range gc.takeRetry() {
+		if k := kinds[key.Resource]; k != nil {
+			gc.processKey(ctx, k, key)
+		}
+	}
+	gc.pruneDeleted()
+}
+
+// processKey reads the object at key and processes it.
+func (gc *garbageCollector) processKey(ctx context.Context, k *registry.Kind, key store.Key) {
+	o, err := gc.m.cfg.Store.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	if err != nil {
+		gc.retryLater(key)
+		return
+	}
+	if !mayNeedGC(o.Value) {
+		return
+	}
+	m, err := parseGCMeta(o.Value)
+	if err != nil {
+		return
+	}
+	gc.processObject(ctx, k, key, m)
+}
+
+// followRegistry catches up with registry changes: it scans the storage
+// resources newly served, and processes again the dependents whose
+// owners' kinds are newly served.
+func (gc *garbageCollector) followRegistry(ctx context.Context) {
+	snap := gc.m.cfg.Registry.Snapshot()
+	if snap.Generation() == gc.registryGen {
+		return
+	}
+	gc.mu.Lock()
+	rescan := gc.rescanOnServe
+	gc.mu.Unlock()
+	if rescan {
+		gc.resyncOrWarn(ctx)
+		return
+	}
+	kinds := snap.ByStorage()
+	var added []string
+	for res := range kinds {
+		if !gc.served[res] {
+			added = append(added, res)
+		}
+	}
+	if err := gc.scan(ctx, snap, added); err != nil && ctx.Err() == nil {
+		gc.m.log.Sugar().Warnw("garbage collector scan of newly served resources", "error", err)
+		gc.mu.Lock()
+		gc.rescan = true
+		gc.mu.Unlock()
+	}
+	var ready []store.Key
+	gc.mu.Lock()
+	for t, keys := range gc.unresolved {
+		gv, err := schema.ParseGroupVersion(t.apiVersion)
+		if err != nil || snap.ByGVK(gv.WithKind(t.kind)) == nil {
+			continue
+		}
+		for key := range keys {
+			ready = append(ready, key)
+		}
+		gc.nUnresolved -= len(keys)
+		delete(gc.unresolved, t)
+	}
+	gc.mu.Unlock()
+	for _, key := range ready {
+		if k := kinds[key.Resource]; k != nil {
+			gc.processKey(ctx, k, key)
 		}
 	}
 }
@@ -322,14 +547,35 @@ func (gc *garbageCollector) follow(ctx context.Context, w *store.Watcher) {
 // resync rebuilds the index from the store and processes every object
 // that needs the collector.
 func (gc *garbageCollector) resync(ctx context.Context) error {
-	kinds := gc.kindsByStorage()
+	gc.mu.Lock()
+	gc.rescan, gc.rescanOnServe = false, false
+	clear(gc.retry)
+	clear(gc.unresolved)
+	gc.nUnresolved = 0
+	gc.mu.Unlock()
+	snap := gc.m.cfg.Registry.Snapshot()
+	// Index entries of resources no longer served go too.
+	gc.mu.Lock()
+	clear(gc.dependents)
+	clear(gc.ownersOf)
+	gc.mu.Unlock()
+	gc.served = nil
+	return gc.scan(ctx, snap, slices.Collect(maps.Keys(snap.ByStorage())))
+}
+
+// scan indexes the objects of the storage resources given, which snap
+// serves, and processes every one of them that needs the collector; then
+// it records snap's resources as scanned.
+func (gc *garbageCollector) scan(ctx context.Context, snap *registry.Snapshot, resources []string) error {
+	kinds := snap.ByStorage()
 	type item struct {
 		k   *registry.Kind
 		key store.Key
 		m   *gcMeta
 	}
 	var todo []item
-	for res, k := range kinds {
+	for _, res := range resources {
+		k := kinds[res]
 		// Page through the resource so that a resync of many objects
 		// holds one page in memory, not all of them.
 		opts := store.ListOptions{Resource: res, Limit: gcResyncPage}
@@ -359,13 +605,20 @@ func (gc *garbageCollector) resync(ctx context.Context) error {
 			opts.AfterNamespace, opts.AfterName = last.Namespace, last.Name
 		}
 	}
-	if err := gc.loadDeletedOwners(ctx); err != nil {
-		return err
+	if len(todo) > 0 {
+		if err := gc.loadDeletedOwners(ctx); err != nil {
+			return err
+		}
 	}
 	for _, it := range todo {
 		gc.processObject(ctx, it.k, it.key, it.m)
 	}
 	gc.pruneDeleted()
+	gc.registryGen = snap.Generation()
+	gc.served = make(map[string]bool, len(kinds))
+	for res := range kinds {
+		gc.served[res] = true
+	}
 	return nil
 }
 
@@ -402,6 +655,7 @@ func (gc *garbageCollector) handle(ctx context.Context, ev *store.Event) {
 	}
 	if ev.Type == store.Deleted {
 		gc.index(ev.Object.Key, nil)
+		gc.forgetUnresolved(ev.Object.Key, m.Metadata.OwnerReferences)
 		gc.markDeleted(m.Metadata.UID)
 		// Dependents of a deleted owner lose it.
 		for _, dep := range gc.dependentsOf(m.Metadata.UID) {
@@ -474,6 +728,9 @@ func (gc *garbageCollector) processOwnerRef(ctx context.Context, kinds map[strin
 	key := ok.StoreKey(namespace, ref.Name)
 	o, err := gc.m.cfg.Store.Get(ctx, key)
 	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			gc.retryLater(key)
+		}
 		return
 	}
 	m, err := parseGCMeta(o.Value)
@@ -497,8 +754,10 @@ type ownerObject struct {
 	// resolvable is false for owners of kinds edgeapi does not serve:
 	// those are never acted on.
 	resolvable bool
-	found      bool
-	uid        types.UID
+	// failed: the owner could not be read.
+	failed bool
+	found  bool
+	uid    types.UID
 	// foreground: being deleted in the foreground.
 	foreground bool
 }
@@ -518,7 +777,7 @@ func (gc *garbageCollector) lookupOwner(ctx context.Context, namespace string, r
 		return ownerObject{resolvable: true}
 	}
 	if err != nil {
-		return ownerObject{}
+		return ownerObject{resolvable: true, failed: true}
 	}
 	m, err := parseGCMeta(o.Value)
 	if err != nil {
@@ -535,9 +794,13 @@ func (gc *garbageCollector) lookupOwner(ctx context.Context, namespace string, r
 // references to dangling and waiting owners are removed. Without one, the
 // dependent is deleted: in the foreground when a waiting owner needs it
 // gone and it has dependents of its own, else as its own finalizers say.
+// When a read or a write fails, the dependent is retried at the next tick.
 func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Kind, key store.Key) {
 	o, err := gc.m.cfg.Store.Get(ctx, key)
 	if err != nil {
+		if !errors.Is(err, store.ErrNotFound) {
+			gc.retryLater(key)
+		}
 		return
 	}
 	m, err := parseGCMeta(o.Value)
@@ -560,6 +823,13 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 		if !ok {
 			ob = gc.lookupOwner(ctx, key.Namespace, ref)
 			lookups[n] = ob
+			if !ob.resolvable {
+				gc.awaitServed(ownerType{ref.APIVersion, ref.Kind}, key)
+			}
+		}
+		if ob.failed {
+			gc.retryLater(key)
+			return
 		}
 		exists := ob.found && ob.uid == ref.UID
 		owners = append(owners, ownerStatus{ref.UID, ob.resolvable, exists, exists && ob.foreground})
@@ -567,7 +837,11 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 			unseen = append(unseen, ref.UID)
 		}
 	}
-	inLog := gc.deletedInLog(ctx, unseen)
+	inLog, err := gc.deletedInLog(ctx, unseen)
+	if err != nil {
+		gc.retryLater(key)
+		return
+	}
 	var dangling, waiting []types.UID
 	solid := 0
 	for _, o := range owners {
@@ -589,7 +863,9 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 	case len(dangling) == 0 && len(waiting) == 0:
 		return
 	case solid > 0:
-		gc.removeOwnerRefs(ctx, k, key, append(dangling, waiting...))
+		if gc.removeOwnerRefs(ctx, k, key, append(dangling, waiting...)) != nil {
+			gc.retryLater(key)
+		}
 		return
 	case m.Metadata.DeletionTimestamp != nil:
 		return
@@ -610,6 +886,7 @@ func (gc *garbageCollector) processDependent(ctx context.Context, k *registry.Ki
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		gc.m.log.Sugar().Warnw("garbage collector delete dependent", "key", key, "error", err)
+		gc.retryLater(key)
 	}
 }
 
@@ -620,6 +897,7 @@ func (gc *garbageCollector) orphanDependents(ctx context.Context, k *registry.Ki
 	for _, dep := range gc.dependentsOf(uid) {
 		if dk := kinds[dep.Resource]; dk != nil {
 			if err := gc.removeOwnerRefs(ctx, dk, dep, []types.UID{uid}); err != nil {
+				gc.retryLater(key)
 				return
 			}
 		}
@@ -629,7 +907,9 @@ func (gc *garbageCollector) orphanDependents(ctx context.Context, k *registry.Ki
 
 // deleteDependentsForeground deletes the dependents of an owner in
 // foreground deletion and removes its finalizer once no dependent with
-// blockOwnerDeletion is left.
+// blockOwnerDeletion is left. An owner still waiting is processed again
+// at the next tick (the deletion of its last blocking dependent also
+// brings it back).
 func (gc *garbageCollector) deleteDependentsForeground(ctx context.Context, k *registry.Kind, key store.Key, uid types.UID) {
 	kinds := gc.kindsByStorage()
 	blocking := 0
@@ -640,6 +920,9 @@ func (gc *garbageCollector) deleteDependentsForeground(ctx context.Context, k *r
 		}
 		o, err := gc.m.cfg.Store.Get(ctx, dep)
 		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				blocking++
+			}
 			continue
 		}
 		m, err := parseGCMeta(o.Value)
@@ -655,6 +938,8 @@ func (gc *garbageCollector) deleteDependentsForeground(ctx context.Context, k *r
 	}
 	if blocking == 0 {
 		gc.removeFinalizer(ctx, k, key, uid, metav1.FinalizerDeleteDependents)
+	} else {
+		gc.retryLater(key)
 	}
 }
 
@@ -692,6 +977,9 @@ func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kin
 	for ctx.Err() == nil {
 		cur, err := gc.m.cfg.Store.Get(ctx, key)
 		if err != nil {
+			if !errors.Is(err, store.ErrNotFound) {
+				gc.retryLater(key)
+			}
 			return
 		}
 		obj, err := k.DecodeStored(cur.Value)
@@ -719,6 +1007,7 @@ func (gc *garbageCollector) removeFinalizer(ctx context.Context, k *registry.Kin
 		}
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			gc.m.log.Sugar().Warnw("garbage collector remove finalizer", "key", key, "finalizer", finalizer, "error", err)
+			gc.retryLater(key)
 		}
 		if k.Resource == "namespaces" {
 			gc.m.kickNamespaces()
