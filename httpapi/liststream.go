@@ -452,34 +452,38 @@ type protoItems struct {
 	lastKept store.Key
 	// sizes are the message sizes of the items after the kept ones.
 	sizes []int
+	// scratch is where those are encoded to be sized.
+	scratch []byte
 }
 
 // add encodes a page of the list's items.
 func (pi *protoItems) add(page []store.Object) error {
 	for i := range page {
-		if len(pi.sizes) == 0 {
-			n := len(pi.buf)
-			b, err := appendProtoItem(pi.buf, pi.kind, page[i].Value)
+		if len(pi.sizes) > 0 {
+			b, err := appendProtoItem(pi.scratch[:0], pi.kind, page[i].Value)
 			if err != nil {
 				return err
 			}
-			if len(b) <= pi.keepBytes || pi.kept == 0 {
-				pi.buf = b
-				pi.kept++
-				pi.lastKept = page[i].Key
-				continue
-			}
-			// Past the bound: this item and the rest are sized only.
-			pi.buf = b[:n]
-			msg, _ := protowire.ConsumeBytes(b[n+1:])
+			pi.scratch = b
+			msg, _ := protowire.ConsumeBytes(b[1:])
 			pi.sizes = append(pi.sizes, len(msg))
 			continue
 		}
-		m, err := protoItem(pi.kind, page[i].Value)
+		n := len(pi.buf)
+		b, err := appendProtoItem(pi.buf, pi.kind, page[i].Value)
 		if err != nil {
 			return err
 		}
-		pi.sizes = append(pi.sizes, m.Size())
+		if len(b) <= pi.keepBytes || pi.kept == 0 {
+			pi.buf = b
+			pi.kept++
+			pi.lastKept = page[i].Key
+			continue
+		}
+		// Past the bound: this item and the rest are sized only.
+		pi.buf = b[:n]
+		msg, _ := protowire.ConsumeBytes(b[n+1:])
+		pi.sizes = append(pi.sizes, len(msg))
 	}
 	return nil
 }
@@ -499,6 +503,16 @@ func (pi *protoItems) rest(p *listPager) *listPager {
 // appendProtoItem appends a stored value as a Protobuf list item: field 2
 // of the list message, holding the typed object.
 func appendProtoItem(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
+	if p := protoPlanFor(k); p != nil {
+		if b, err := appendProtoJSON(dst, 2, p, value); err == nil {
+			return b, nil
+		}
+	}
+	return appendProtoItemTyped(dst, k, value)
+}
+
+// appendProtoItemTyped is appendProtoItem through the typed object.
+func appendProtoItemTyped(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
 	m, err := protoItem(k, value)
 	if err != nil {
 		return dst, err
