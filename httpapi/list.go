@@ -371,6 +371,9 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 		}
 		return s.writeTyped(c, http.StatusOK, r.rep, list)
 	}
+	if r.rep.enc == encProtobuf && protoPlanFor(k) != nil {
+		return s.writeProtoList(c, k, objs, lm)
+	}
 	size := 128
 	perItem := 1
 	if k.Unstructured {
@@ -413,6 +416,24 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 		return s.writeTyped(c, http.StatusOK, r.rep, list)
 	}
 	return s.writeJSONBytes(c, http.StatusOK, r.rep, buf)
+}
+
+// writeProtoList writes stored objects as a Protobuf list, each item
+// written by the transcoder: the bytes the typed list's Marshal makes,
+// without decoding the objects into it.
+func (s *Server) writeProtoList(c echo.Context, k *registry.Kind, objs []store.Object, lm *metav1.ListMeta) error {
+	pi := &protoItems{kind: k, keepBytes: math.MaxInt}
+	if err := pi.add(objs); err != nil {
+		return s.writeError(c, err)
+	}
+	e := &protoListEncoder{kind: k, items: pi}
+	head, err := e.begin(lm)
+	if err != nil {
+		return s.writeError(c, err)
+	}
+	out := make([]byte, 0, len(head)+len(pi.buf)+4)
+	out = append(append(out, head...), pi.buf...)
+	return c.Blob(http.StatusOK, mediaProtobuf, e.end(out))
 }
 
 func orV1(v string) string {

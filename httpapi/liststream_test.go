@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+
 	"github.com/edgeapi/edgeapi/registry"
 )
 
@@ -137,12 +140,44 @@ func TestServer_ListStreamed(t *testing.T) {
 			if wantCode != http.StatusOK {
 				t.Errorf("GET %s (Accept %q) = %d %s", path, accept, wantCode, want)
 			}
+			if accept == "application/vnd.kubernetes.protobuf" {
+				// Both are written by the transcoder: the typed list,
+				// decoded from the JSON list and encoded by the
+				// runtime's serializer, is the reference.
+				_, _, js := do(buffered, "GET", path, "", "")
+				if ref := typedProtoList(t, js); !bytes.Equal(want, ref) {
+					t.Errorf("GET %s (Accept %q):\n%q\ntyped list:\n%q", path, accept, want, ref)
+				}
+			}
 		}
 	}
 	// Every list but the empty one was streamed at 1 byte.
 	if got, want := listsStreamed.Load()-before, int64((len(paths)-1)*len(accepts)); got < want {
 		t.Errorf("lists streamed = %d, want at least %d", got, want)
 	}
+}
+
+// typedProtoList decodes a JSON list into its typed list and returns the
+// runtime's Protobuf of it, as kube-apiserver writes it.
+func typedProtoList(t *testing.T, js []byte) []byte {
+	t.Helper()
+	var tm metav1.TypeMeta
+	if err := json.Unmarshal(js, &tm); err != nil {
+		t.Fatalf("list %s: %v", js, err)
+	}
+	list, err := registry.Scheme.New(tm.GroupVersionKind())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, list); err != nil {
+		t.Fatal(err)
+	}
+	list.GetObjectKind().SetGroupVersionKind(tm.GroupVersionKind())
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(registry.Scheme, registry.Scheme).Encode(list, &buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func mustListRV(t *testing.T, body []byte) string {

@@ -104,6 +104,12 @@ func runListRef(ctx context.Context, b *bench) ([]Result, error) {
 		x := l.Latency.P50MS / r.Latency.P50MS
 		ratio := Result{Workload: name + " vs list-ref", Value: x, Unit: "×", Target: "≤1.2×"}
 		ratio.note("%s vs list-ref: %.2f× (p50 %.1f ms over %.1f ms, in this run)", name, x, l.Latency.P50MS, r.Latency.P50MS)
+		// CPU per operation is steadier than time on a busy machine: the
+		// daemon's for the list, this process's for the scan.
+		if l.ServerCPU > 0 && l.OpsPerSec > 0 && r.ClientCPU > 0 && r.OpsPerSec > 0 {
+			lc, rc := 1000*l.ServerCPU/l.OpsPerSec, 1000*r.ClientCPU/r.OpsPerSec
+			ratio.note("CPU per op: %s %.1f ms (server), list-ref %.1f ms: %.2f×", name, lc, rc, lc/rc)
+		}
 		b.logResult(ratio)
 		out = append(out, ratio)
 	}

@@ -295,6 +295,10 @@ func runList(ctx context.Context, b *bench) ([]Result, error) {
 	if r.Latency != nil && pr.Latency != nil && r.Latency.P50MS > 0 {
 		pr.note("Protobuf/JSON p50: %.2f×", pr.Latency.P50MS/r.Latency.P50MS)
 	}
+	if r.ServerCPU > 0 && pr.ServerCPU > 0 && r.OpsPerSec > 0 && pr.OpsPerSec > 0 {
+		jc, pc := 1000*r.ServerCPU/r.OpsPerSec, 1000*pr.ServerCPU/pr.OpsPerSec
+		pr.note("server CPU per LIST: JSON %.1f ms, Protobuf %.1f ms: %.2f×", jc, pc, pc/jc)
+	}
 	if n == 10000 {
 		pr.Target, pr.KubeAPIServerRef = targetList10k, kubeList10k
 	}
