@@ -422,7 +422,16 @@ func (s *Server) writeList(c echo.Context, r *request, objs []store.Object, lm *
 // written by the transcoder: the bytes the typed list's Marshal makes,
 // without decoding the objects into it.
 func (s *Server) writeProtoList(c echo.Context, k *registry.Kind, objs []store.Object, lm *metav1.ListMeta) error {
-	pi := &protoItems{kind: k, keepBytes: math.MaxInt}
+	// The items are encoded after room for the list's head, which needs
+	// their sizes first, in a buffer of the stored values' size: the
+	// Protobuf of an object is smaller than its JSON.
+	const headRoom = 512
+	size := headRoom + 16
+	for i := range objs {
+		size += len(objs[i].Value) + 8
+	}
+	buf := make([]byte, headRoom, size)
+	pi := &protoItems{kind: k, keepBytes: math.MaxInt, buf: buf[headRoom:headRoom]}
 	if err := pi.add(objs); err != nil {
 		return s.writeError(c, err)
 	}
@@ -431,8 +440,14 @@ func (s *Server) writeProtoList(c echo.Context, k *registry.Kind, objs []store.O
 	if err != nil {
 		return s.writeError(c, err)
 	}
-	out := make([]byte, 0, len(head)+len(pi.buf)+4)
-	out = append(append(out, head...), pi.buf...)
+	var out []byte
+	if len(head) <= headRoom && cap(pi.buf) == size-headRoom {
+		// The items are still in buf: the head goes just before them.
+		out = buf[headRoom-len(head) : headRoom+len(pi.buf)]
+		copy(out, head)
+	} else {
+		out = append(append(make([]byte, 0, len(head)+len(pi.buf)+16), head...), pi.buf...)
+	}
 	return c.Blob(http.StatusOK, mediaProtobuf, e.end(out))
 }
 
