@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -813,24 +814,41 @@ func (t *protoTranscoder) timeValue(dst []byte, num protowire.Number, micro bool
 		t.pos = pos
 		return dst, false
 	}
-	var m protoMessage
+	// The string does not outlive the call unless in an error, which is
+	// dropped; the stored value it points into is not modified.
+	str := unsafe.String(unsafe.SliceData(s), len(s))
 	if micro {
-		pt, err := time.Parse(metav1.RFC3339Micro, string(s))
+		pt, err := time.Parse(metav1.RFC3339Micro, str)
 		if err != nil {
 			t.pos = pos
 			return dst, false
 		}
-		m = &metav1.MicroTime{Time: pt}
-	} else {
-		pt, err := time.Parse(time.RFC3339, string(s))
-		if err != nil {
+		m := metav1.MicroTime{Time: pt}
+		n := m.Size()
+		dst = protowire.AppendTag(dst, num, protowire.BytesType)
+		dst = protowire.AppendVarint(dst, uint64(n))
+		dst = slices.Grow(dst, n)
+		if _, err := m.MarshalToSizedBuffer(dst[len(dst) : len(dst)+n]); err != nil {
 			t.pos = pos
 			return dst, false
 		}
-		m = &metav1.Time{Time: pt}
+		return dst[:len(dst)+n], true
 	}
-	b, err := appendMessage(dst, num, m)
-	return b, err == nil
+	pt, err := time.Parse(time.RFC3339, str)
+	if err != nil {
+		t.pos = pos
+		return dst, false
+	}
+	m := metav1.Time{Time: pt}
+	n := m.Size()
+	dst = protowire.AppendTag(dst, num, protowire.BytesType)
+	dst = protowire.AppendVarint(dst, uint64(n))
+	dst = slices.Grow(dst, n)
+	if _, err := m.MarshalToSizedBuffer(dst[len(dst) : len(dst)+n]); err != nil {
+		t.pos = pos
+		return dst, false
+	}
+	return dst[:len(dst)+n], true
 }
 
 // customValue returns a pointer to a zero value of typ, reused.
