@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -469,20 +470,35 @@ func (pi *protoItems) add(page []store.Object) error {
 			pi.sizes = append(pi.sizes, len(msg))
 			continue
 		}
-		n := len(pi.buf)
-		b, err := appendProtoItem(pi.buf, pi.kind, page[i].Value)
+		if pi.keepBytes == math.MaxInt {
+			// Everything is kept (a list built in memory): straight
+			// into buf.
+			b, err := appendProtoItem(pi.buf, pi.kind, page[i].Value)
+			if err != nil {
+				return err
+			}
+			pi.buf = b
+			pi.kept++
+			continue
+		}
+		// Encoded aside first, so that buf, made at the bound, never
+		// grows past it (append would double it).
+		b, err := appendProtoItem(pi.scratch[:0], pi.kind, page[i].Value)
 		if err != nil {
 			return err
 		}
-		if len(b) <= pi.keepBytes || pi.kept == 0 {
-			pi.buf = b
+		pi.scratch = b
+		if len(pi.buf)+len(b) <= pi.keepBytes || pi.kept == 0 {
+			if pi.buf == nil {
+				pi.buf = make([]byte, 0, max(pi.keepBytes, len(b)))
+			}
+			pi.buf = append(pi.buf, b...)
 			pi.kept++
 			pi.lastKept = page[i].Key
 			continue
 		}
 		// Past the bound: this item and the rest are sized only.
-		pi.buf = b[:n]
-		msg, _ := protowire.ConsumeBytes(b[n+1:])
+		msg, _ := protowire.ConsumeBytes(b[1:])
 		pi.sizes = append(pi.sizes, len(msg))
 	}
 	return nil
