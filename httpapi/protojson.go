@@ -1066,7 +1066,9 @@ func (t *protoTranscoder) skipValue() ([]byte, bool) {
 }
 
 func (t *protoTranscoder) skip(depth int) bool {
-	if depth > 10000 {
+	// encoding/json refuses documents nested past 10,000 levels; this
+	// gives up far before, whatever the depth it starts at.
+	if depth > 1000 {
 		return false
 	}
 	if t.pos >= len(t.in) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -123,6 +124,8 @@ func TestProtoTranscoder_Table(t *testing.T) {
 		{"null members", cm, `{"metadata":{"name":null,"labels":null,"creationTimestamp":null,"deletionTimestamp":null,"managedFields":null},"data":null,"immutable":null}`, false},
 		{"null map value", cm, `{"data":{"k":null}}`, false},
 		{"binary", cm, `{"binaryData":{"b":"AAEC","e":""},"immutable":false}`, false},
+		{"null binary", cm, `{"binaryData":{"n":null,"b":"AA=="}}`, false},
+		{"deep unknown", cm, `{"x":` + strings.Repeat("[", 2000) + strings.Repeat("]", 2000) + `}`, true},
 		{"unknown members", cm, `{"extra":{"deep":[1,2.5e3,{"x":null}],"s":"\u00e9"},"data":{"k":"v"},"metadata":{"zzz":true}}`, false},
 		{"kind and apiVersion", cm, `{"kind":"ConfigMap","apiVersion":"v1","data":{"k":"v"}}`, false},
 		{"escapes", cm, `{"metadata":{"name":"a\"b\\c\u0041\n"},"data":{"k\u00e9y":"\ud83d\ude00 \u2028"}}`, false},
