@@ -31,8 +31,9 @@ import (
 // field-number order, fields absent from the JSON are written as the
 // generated code writes their zero value (taken from a Marshal of the
 // zero struct), maps in key order. Types with JSON methods of their own
-// (Time, Quantity, IntOrString, RawExtension, FieldsV1 and the like) are
-// decoded with encoding/json and marshalled by their generated code.
+// (Quantity, IntOrString, RawExtension, FieldsV1 and the like) are decoded
+// by those methods and marshalled by their generated code; Time and
+// MicroTime are parsed as their UnmarshalJSON parses them.
 //
 // Anything it is not sure to write as the typed path would (duplicate
 // keys, keys that match a field only case-insensitively, escapes in keys,
