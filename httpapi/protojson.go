@@ -941,11 +941,23 @@ func (t *protoTranscoder) rawString() (s []byte, plain, ok bool) {
 	start := t.pos
 	plain = true
 	ascii := true
-	for t.pos < len(t.in) {
-		c := t.in[t.pos]
+	in := t.in
+	for t.pos < len(in) {
+		// The bytes that need a look: quote, backslash, control, and
+		// non-ASCII (for the UTF-8 check); the rest are skipped by a
+		// table lookup each.
+		i := t.pos
+		for i < len(in) && !jsonStringSpecial[in[i]] {
+			i++
+		}
+		t.pos = i
+		if i >= len(in) {
+			break
+		}
+		c := in[i]
 		switch {
 		case c == '"':
-			s = t.in[start:t.pos]
+			s = in[start:t.pos]
 			t.pos++
 			if !ascii && !utf8.Valid(s) {
 				plain = false
@@ -954,17 +966,17 @@ func (t *protoTranscoder) rawString() (s []byte, plain, ok bool) {
 		case c == '\\':
 			plain = false
 			t.pos++
-			if t.pos >= len(t.in) {
+			if t.pos >= len(in) {
 				return nil, false, false
 			}
-			switch t.in[t.pos] {
+			switch in[t.pos] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				t.pos++
 			case 'u':
-				if t.pos+5 > len(t.in) {
+				if t.pos+5 > len(in) {
 					return nil, false, false
 				}
-				for _, h := range t.in[t.pos+1 : t.pos+5] {
+				for _, h := range in[t.pos+1 : t.pos+5] {
 					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
 						return nil, false, false
 					}
@@ -976,14 +988,20 @@ func (t *protoTranscoder) rawString() (s []byte, plain, ok bool) {
 		case c < 0x20:
 			return nil, false, false
 		default:
-			if c >= utf8.RuneSelf {
-				ascii = false
-			}
+			ascii = false
 			t.pos++
 		}
 	}
 	return nil, false, false
 }
+
+// jsonStringSpecial marks the bytes rawString stops at.
+var jsonStringSpecial = func() (t [256]bool) {
+	for c := range 256 {
+		t[c] = c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf
+	}
+	return t
+}()
 
 // plainString reads a string with no escapes and valid UTF-8: keys, map
 // keys and base64; others are left to encoding/json.
