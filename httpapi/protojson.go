@@ -111,8 +111,8 @@ var (
 	protoPlansMu sync.Mutex
 	protoPlans   = map[reflect.Type]*protoMessagePlan{}
 	protoFailed  = map[reflect.Type]bool{}
-	// protoKindPlans caches the plan of each kind's object type, or nil.
-	protoKindPlans sync.Map // reflect.Type -> *protoMessagePlan (nil: typed path)
+	// protoKindPlans caches the plan of each kind, or nil.
+	protoKindPlans sync.Map // *registry.Kind -> *protoMessagePlan (nil: typed path)
 )
 
 var (
@@ -128,17 +128,19 @@ func protoPlanFor(k *registry.Kind) *protoMessagePlan {
 	if k.Unstructured || k.FromStorage != nil || k.New == nil {
 		return nil
 	}
-	t := reflect.TypeOf(k.New())
-	if p, ok := protoKindPlans.Load(t); ok {
+	// By kind first: New allocates an object, and this runs per item.
+	// Only built-in kinds get here, a fixed set.
+	if p, ok := protoKindPlans.Load(k); ok {
 		return p.(*protoMessagePlan)
 	}
+	t := reflect.TypeOf(k.New())
 	var p *protoMessagePlan
 	if t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Struct && t.Implements(protoMessageType) {
 		protoPlansMu.Lock()
 		p, _ = buildMessagePlan(t.Elem())
 		protoPlansMu.Unlock()
 	}
-	protoKindPlans.Store(t, p)
+	protoKindPlans.Store(k, p)
 	return p
 }
 
