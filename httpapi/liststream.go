@@ -152,7 +152,7 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 	}
 
 	// The first pass: the metadata, and for Protobuf each item, encoded
-	// once (see protoFirstPass).
+	// once (see protoItems).
 	var pi *protoItems
 	proto := r.rep.enc == encProtobuf
 	if useLimit || proto {
