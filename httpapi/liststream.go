@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -148,11 +151,15 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 			"you requested PartialObjectMetadata, but the requested object is a list ("+k.InternalTypeName(true)+")"))
 	}
 
-	// The first pass: the metadata, and each item's size for Protobuf.
-	var sizes []int
+	// The first pass: the metadata, and for Protobuf each item, encoded
+	// once (see protoItems).
+	var pi *protoItems
 	proto := r.rep.enc == encProtobuf
 	if useLimit || proto {
 		var lastObjs []store.Object
+		if proto {
+			pi = &protoItems{kind: k, keepBytes: cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)}
+		}
 		last, _, err := p.pages(ctx, first, func(page []store.Object) error {
 			if len(page) > 0 {
 				lastObjs = page[len(page)-1:]
@@ -160,14 +167,7 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 			if !proto {
 				return nil
 			}
-			for i := range page {
-				m, err := protoItem(k, page[i].Value)
-				if err != nil {
-					return err
-				}
-				sizes = append(sizes, m.Size())
-			}
-			return nil
+			return pi.add(page)
 		})
 		if err != nil {
 			return s.writeError(c, storeError(err, r.gr(), ""))
@@ -178,17 +178,31 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 			}
 			setContinue(&lm, useLimit, last, lastObjs, p.opts.Filter != nil)
 		}
-		again, err := p.restart(ctx, rev)
-		if err != nil {
-			return s.writeError(c, storeError(err, r.gr(), ""))
+		switch {
+		case !proto:
+			again, err := p.restart(ctx, rev)
+			if err != nil {
+				return s.writeError(c, storeError(err, r.gr(), ""))
+			}
+			first = &again
+		case len(pi.sizes) > 0:
+			// The items past the kept ones are read again, from the
+			// last kept one on.
+			p = pi.rest(p)
+			again, err := p.restart(ctx, rev)
+			if err != nil {
+				return s.writeError(c, storeError(err, r.gr(), ""))
+			}
+			first = &again
+		default:
+			first = nil
 		}
-		first = &again
 	}
 
 	var w listEncoder
 	switch r.rep.enc {
 	case encProtobuf:
-		w = &protoListEncoder{kind: k, sizes: sizes}
+		w = &protoListEncoder{kind: k, items: pi}
 	case encYAML:
 		w = &yamlListEncoder{kind: k}
 	default:
@@ -202,19 +216,32 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 	c.Response().Header().Set(echo.HeaderContentType, w.mediaType())
 	c.Response().WriteHeader(http.StatusOK)
 	out.buf = append(out.buf, head...)
-	_, n, err := p.pages(ctx, first, func(page []store.Object) error {
-		for i := range page {
-			if out.buf, err = w.item(out.buf, page[i].Value); err != nil {
-				return err
-			}
-			if err := out.maybeFlush(); err != nil {
-				return err
-			}
+	if proto {
+		// The kept items, as encoded in the first pass.
+		if err := out.flush(); err != nil {
+			panic(http.ErrAbortHandler)
 		}
-		return nil
-	})
-	if err == nil && proto && n != len(sizes) {
-		err = fmt.Errorf("list changed between passes: %d items, then %d", len(sizes), n)
+		if _, err := c.Response().Write(pi.buf); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		pi.buf = nil
+	}
+	var n int
+	if first != nil {
+		_, n, err = p.pages(ctx, first, func(page []store.Object) error {
+			for i := range page {
+				if out.buf, err = w.item(out.buf, page[i].Value); err != nil {
+					return err
+				}
+				if err := out.maybeFlush(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err == nil && proto && n != len(pi.sizes) {
+		err = fmt.Errorf("list changed between passes: %d items, then %d", len(pi.sizes), n)
 	}
 	if err != nil {
 		// The status line is out: all that is left is to cut the
@@ -364,10 +391,10 @@ func (e *yamlListEncoder) end(dst []byte) []byte {
 // with the list's TypeMeta, the list message as raw, and empty
 // contentEncoding and contentType. The list message is its ListMeta
 // (field 1) and its items (field 2), so its length, which comes first,
-// needs every item's size: sizes, from the first pass.
+// needs every item's size: items, from the first pass.
 type protoListEncoder struct {
 	kind  *registry.Kind
-	sizes []int
+	items *protoItems
 }
 
 func (e *protoListEncoder) mediaType() string { return mediaProtobuf }
@@ -376,6 +403,7 @@ func (e *protoListEncoder) mediaType() string { return mediaProtobuf }
 type protoMessage interface {
 	Size() int
 	Marshal() ([]byte, error)
+	MarshalToSizedBuffer(dAtA []byte) (int, error)
 }
 
 func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
@@ -383,8 +411,8 @@ func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := 1 + protowire.SizeBytes(len(lmb))
-	for _, n := range e.sizes {
+	raw := 1 + protowire.SizeBytes(len(lmb)) + len(e.items.buf)
+	for _, n := range e.items.sizes {
 		raw += 1 + protowire.SizeBytes(n)
 	}
 	gv := e.kind.GVK.GroupVersion().String()
@@ -404,16 +432,7 @@ func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 }
 
 func (e *protoListEncoder) item(dst, value []byte) ([]byte, error) {
-	m, err := protoItem(e.kind, value)
-	if err != nil {
-		return dst, err
-	}
-	b, err := m.Marshal()
-	if err != nil {
-		return dst, err
-	}
-	dst = protowire.AppendTag(dst, 2, protowire.BytesType) // List.items
-	return protowire.AppendBytes(dst, b), nil
+	return appendProtoItem(dst, e.kind, value)
 }
 
 func (e *protoListEncoder) end(dst []byte) []byte {
@@ -421,6 +440,113 @@ func (e *protoListEncoder) end(dst []byte) []byte {
 	dst = protowire.AppendString(dst, "")
 	dst = protowire.AppendTag(dst, 4, protowire.BytesType) // Unknown.contentType
 	return protowire.AppendString(dst, "")
+}
+
+// protoItems is the first pass of a streamed Protobuf list: each item is
+// encoded once, and kept while the kept items add up to at most
+// keepBytes (the list buffer: the bound of a list built in memory); of
+// the items after those only the size is kept, and they are read and
+// encoded again in the second pass. A list of 10,000 ConfigMaps of 1 KB
+// was decoded twice and read twice, which took 3.5 times as long as the
+// JSON list.
+type protoItems struct {
+	kind      *registry.Kind
+	keepBytes int
+	// buf holds the kept items, framed as the list's field 2.
+	buf  []byte
+	kept int
+	// lastKept is the key of the last kept item.
+	lastKept store.Key
+	// sizes are the message sizes of the items after the kept ones.
+	sizes []int
+	// scratch is where those are encoded to be sized.
+	scratch []byte
+}
+
+// add encodes a page of the list's items.
+func (pi *protoItems) add(page []store.Object) error {
+	for i := range page {
+		if len(pi.sizes) > 0 {
+			b, err := appendProtoItem(pi.scratch[:0], pi.kind, page[i].Value)
+			if err != nil {
+				return err
+			}
+			pi.scratch = b
+			msg, _ := protowire.ConsumeBytes(b[1:])
+			pi.sizes = append(pi.sizes, len(msg))
+			continue
+		}
+		if pi.keepBytes == math.MaxInt {
+			// Everything is kept (a list built in memory): straight
+			// into buf.
+			b, err := appendProtoItem(pi.buf, pi.kind, page[i].Value)
+			if err != nil {
+				return err
+			}
+			pi.buf = b
+			pi.kept++
+			continue
+		}
+		// Encoded aside first, so that buf, made at the bound, never
+		// grows past it (append would double it).
+		b, err := appendProtoItem(pi.scratch[:0], pi.kind, page[i].Value)
+		if err != nil {
+			return err
+		}
+		pi.scratch = b
+		if len(pi.buf)+len(b) <= pi.keepBytes || pi.kept == 0 {
+			if pi.buf == nil {
+				pi.buf = make([]byte, 0, max(pi.keepBytes, len(b)))
+			}
+			pi.buf = append(pi.buf, b...)
+			pi.kept++
+			pi.lastKept = page[i].Key
+			continue
+		}
+		// Past the bound: this item and the rest are sized only.
+		msg, _ := protowire.ConsumeBytes(b[1:])
+		pi.sizes = append(pi.sizes, len(msg))
+	}
+	return nil
+}
+
+// rest returns the pager of the items after the kept ones.
+func (pi *protoItems) rest(p *listPager) *listPager {
+	o := p.opts
+	if pi.kept > 0 {
+		o.AfterNamespace, o.AfterName = pi.lastKept.Namespace, pi.lastKept.Name
+		if o.Limit > 0 {
+			o.Limit -= pi.kept
+		}
+	}
+	return &listPager{store: p.store, opts: o}
+}
+
+// appendProtoItem appends a stored value as a Protobuf list item: field 2
+// of the list message, holding the typed object.
+func appendProtoItem(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
+	if p := protoPlanFor(k); p != nil {
+		if b, err := appendProtoJSON(dst, 2, p, value); err == nil {
+			return b, nil
+		}
+	}
+	return appendProtoItemTyped(dst, k, value)
+}
+
+// appendProtoItemTyped is appendProtoItem through the typed object.
+func appendProtoItemTyped(dst []byte, k *registry.Kind, value []byte) ([]byte, error) {
+	m, err := protoItem(k, value)
+	if err != nil {
+		return dst, err
+	}
+	n := m.Size()
+	dst = protowire.AppendTag(dst, 2, protowire.BytesType) // List.items
+	dst = protowire.AppendVarint(dst, uint64(n))
+	dst = slices.Grow(dst, n)
+	if _, err := m.MarshalToSizedBuffer(dst[len(dst) : len(dst)+n]); err != nil {
+		return dst, err
+	}
+	return dst[:len(dst)+n], nil
 }
 
 // protoItem decodes a stored value to the typed object a Protobuf list

@@ -32,6 +32,8 @@ type bench struct {
 	serverTLS *serverTLS
 
 	report *Report
+	// listNS is the namespace the list workload filled, once it ran.
+	listNS string
 	// bulkNS is the namespace of --bulk-objects objects, once created.
 	bulkNS *bulkNamespace
 	// tls is the daemon's HTTPS side, once a TLS workload loaded it.

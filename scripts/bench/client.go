@@ -78,6 +78,11 @@ var (
 		"Accept":     {"application/json"},
 		"User-Agent": {"edgeapi-bench"},
 	}
+	// hdrProtobuf asks for Protobuf, as client-go's typed clients do.
+	hdrProtobuf = http.Header{
+		"Accept":     {"application/vnd.kubernetes.protobuf, application/json"},
+		"User-Agent": {"edgeapi-bench"},
+	}
 	hdrJSONBody = http.Header{
 		"Accept":       {"application/json"},
 		"Content-Type": {"application/json"},

@@ -29,7 +29,7 @@ var workloads = []workload{
 	{"create", "POST ~1 KiB ConfigMaps with unique names at each --create-clients level", true, runCreate},
 	{"get", "GET random existing ConfigMaps by name at --get-clients", true, runGet},
 	{"rmw", "read-modify-write: GET then PUT with that resourceVersion, each client on its own object, retry on 409", true, runRMW},
-	{"list", "sequential full LISTs of --list-objects ConfigMaps in one namespace", true, runList},
+	{"list", "sequential full LISTs of --list-objects ConfigMaps in one namespace, as JSON and then as Protobuf", true, runList},
 	{"apply", "server-side apply: --apply-clients managers each re-apply their own ~1 KiB ConfigMap with a changing value", false, runApply},
 	{"patch", "JSON merge PATCH of one data key, --patch-clients clients each on its own object", false, runPatch},
 	{"watch", "--watchers watches on one namespace while a writer creates at --write-rate; per-event delivery latency", false, runWatch},
@@ -48,6 +48,7 @@ var workloads = []workload{
 	{"cr-list", "LIST of --list-objects custom resources against as many ConfigMaps of the same size", false, runCRList},
 	{"metrics", "gets at --get-clients against two daemons of their own, metrics recording off (EDGEAPI_DISABLE_METRICS) and on, --metrics-rounds in alternating order; ratio on/off", false, runMetricsCost},
 	{"informer", "client-go typed SharedInformer (Protobuf) for ConfigMaps: Start to HasSynced over --informer-objects in one namespace, and the server's CPU meanwhile", false, runInformer},
+	{"list-ref", "reference for list: the raw SQLite scan of the list workload's rows (its query, every value read, nothing decoded) from the daemon's database opened read-only, --lists times; with list before it in the run, the ratios list/list-ref for JSON and Protobuf", false, runListRef},
 	{"sqlite-ref", "reference for create-64: one goroutine inserting ~1 KiB ConfigMap rows (objects + change log) into a fresh SQLite file with the store's schema and pragmas (WAL, synchronous=FULL), 64 per transaction; rows/s, per-commit p50/p99, and the ratio create-64/sqlite-ref when create ran before it", false, runSQLiteRef},
 }
 
@@ -304,7 +305,46 @@ func runList(ctx context.Context, b *bench) ([]Result, error) {
 		r.Target, r.KubeAPIServerRef = targetList10k, kubeList10k
 	}
 	b.logResult(r)
-	return []Result{r}, nil
+	b.listNS = ns
+
+	// The same LIST as Protobuf, as client-go's typed informers ask
+	// for it. The untimed one checks the answer's envelope.
+	if code, _, err := b.c.doHeader(ctx, "GET", url, hdrProtobuf, nil, &sink); err != nil || code != 200 {
+		return nil, fmt.Errorf("list as protobuf: %d %v", code, err)
+	}
+	protoOK := bytes.HasPrefix(sink.Bytes(), []byte("k8s\x00"))
+	head := sink.Bytes()[:min(sink.Len(), 16)]
+	pr, err := b.runLoop(ctx, loopSpec{
+		name:     fmt.Sprintf("list-%s-protobuf", shortCount(n)),
+		clients:  1,
+		duration: b.cfg.duration * 10, // bounded by count
+		maxOps:   int64(b.cfg.lists),
+		op: func(ctx context.Context, w *worker) error {
+			_, n, err := b.c.doHeader(ctx, "GET", url, hdrProtobuf, nil, &w.sink)
+			w.bytes = n
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	pr.Value, pr.Unit = float64(sink.Len())/(1<<20), "MiB"
+	pr.note("response %.2f MiB (Accept: application/vnd.kubernetes.protobuf)", pr.Value)
+	if !protoOK {
+		pr.note("WARNING: the answer is not Protobuf: it starts %q", head)
+	}
+	if r.Latency != nil && pr.Latency != nil && r.Latency.P50MS > 0 {
+		pr.note("Protobuf/JSON p50: %.2f×", pr.Latency.P50MS/r.Latency.P50MS)
+	}
+	if r.ServerCPU > 0 && pr.ServerCPU > 0 && r.OpsPerSec > 0 && pr.OpsPerSec > 0 {
+		jc, pc := 1000*r.ServerCPU/r.OpsPerSec, 1000*pr.ServerCPU/pr.OpsPerSec
+		pr.note("server CPU per LIST: JSON %.1f ms, Protobuf %.1f ms: %.2f×", jc, pc, pc/jc)
+	}
+	if n == 10000 {
+		pr.Target, pr.KubeAPIServerRef = targetList10k, kubeList10k
+	}
+	b.logResult(pr)
+	return []Result{r, pr}, nil
 }
 
 // shortCount renders 10000 as "10k" and 1000000 as "1M".

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+)
+
+// The list-ref workload is the reference the list workload is compared
+// with (issue 13: a LIST of 10,000 objects at most 1.2 times the raw
+// SQLite scan of its rows, as JSON and as Protobuf). It opens the
+// daemon's own database read-only, with the pragmas of the daemon's read
+// connections (a 2000 KiB page cache, a 32 MiB mmap), and runs the query
+// the daemon's LIST of the list workload's namespace runs: every column
+// of the namespace's ConfigMaps in key order, each value read into Go
+// memory, nothing decoded. No HTTP, no encoding: what SQLite costs for
+// the rows. It needs the list workload before it in the same run, with a
+// daemon the bench started.
+
+// listRefQuery is the store's list of one namespace (store/read.go
+// sqlListNamespace).
+const listRefQuery = `SELECT namespace || char(0) || name || char(0) || uid, create_rev, mod_rev, value FROM objects
+WHERE resource = ? AND namespace = ? AND name > ? AND mod_rev <= ?
+ORDER BY name LIMIT ?`
+
+// listRefDSN is a read-only connection string with the daemon's reader
+// pragmas (store/sqlite.go readerDSN at the default memory budget).
+func listRefDSN(path string) string {
+	q := url.Values{}
+	q.Add("mode", "ro")
+	q.Add("_pragma", "busy_timeout(5000)")
+	q.Add("_pragma", "cache_size(-2000)")
+	q.Add("_pragma", "mmap_size(33554432)")
+	q.Add("_pragma", "query_only(1)")
+	return (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String()
+}
+
+func runListRef(ctx context.Context, b *bench) ([]Result, error) {
+	if b.d == nil {
+		return nil, errors.New("list-ref reads the daemon's database: it needs a daemon started by the bench (not --server)")
+	}
+	if b.listNS == "" {
+		return nil, errors.New("list-ref scans the list workload's objects: run list before it (--workloads list,list-ref)")
+	}
+	db, err := sql.Open("sqlite", listRefDSN(filepath.Join(b.d.dataDir, "edgeapi.db")))
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+
+	scan := func() (int, int64, error) {
+		rows, err := db.QueryContext(ctx, listRefQuery, "configmaps", b.listNS, "", int64(1)<<62, -1)
+		if err != nil {
+			return 0, 0, err
+		}
+		defer rows.Close()
+		var n int
+		var bytes int64
+		for rows.Next() {
+			var key string
+			var createRev, modRev int64
+			var value []byte
+			if err := rows.Scan(&key, &createRev, &modRev, &value); err != nil {
+				return n, bytes, err
+			}
+			n++
+			bytes += int64(len(value))
+		}
+		return n, bytes, rows.Err()
+	}
+	// One untimed scan checks the count and warms the cache.
+	n, size, err := scan()
+	if err != nil {
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	r, err := b.runLoop(ctx, loopSpec{
+		name:     fmt.Sprintf("list-ref-%s", shortCount(n)),
+		clients:  1,
+		duration: b.cfg.duration * 10, // bounded by count
+		maxOps:   int64(b.cfg.lists),
+		op: func(ctx context.Context, w *worker) error {
+			_, _, err := scan()
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.note("raw SQLite scan of the list workload's %d rows (%.2f MiB of values) from the daemon's database, read-only", n, float64(size)/(1<<20))
+	if n != b.cfg.listObjects {
+		r.note("WARNING: expected %d rows, got %d", b.cfg.listObjects, n)
+	}
+	b.logResult(r)
+	out := []Result{r}
+	for _, name := range []string{"list-" + shortCount(b.cfg.listObjects), "list-" + shortCount(b.cfg.listObjects) + "-protobuf"} {
+		l := findResult(b.report, name)
+		if l == nil || l.Latency == nil || r.Latency == nil || r.Latency.P50MS == 0 {
+			continue
+		}
+		x := l.Latency.P50MS / r.Latency.P50MS
+		ratio := Result{Workload: name + " vs list-ref", Value: x, Unit: "×", Target: "≤1.2×"}
+		ratio.note("%s vs list-ref: %.2f× (p50 %.1f ms over %.1f ms, in this run)", name, x, l.Latency.P50MS, r.Latency.P50MS)
+		// CPU per operation is steadier than time on a busy machine: the
+		// daemon's for the list, this process's for the scan.
+		if l.ServerCPU > 0 && l.OpsPerSec > 0 && r.ClientCPU > 0 && r.OpsPerSec > 0 {
+			lc, rc := 1000*l.ServerCPU/l.OpsPerSec, 1000*r.ClientCPU/r.OpsPerSec
+			ratio.note("CPU per op: %s %.1f ms (server), list-ref %.1f ms: %.2f×", name, lc, rc, lc/rc)
+		}
+		b.logResult(ratio)
+		out = append(out, ratio)
+	}
+	return out, nil
+}
