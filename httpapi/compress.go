@@ -150,6 +150,32 @@ func (w *compressWriter) decide(n int) {
 	w.ResponseWriter.WriteHeader(cmp.Or(w.code, http.StatusOK))
 }
 
+// expectBody tells w that the body to come is at least n bytes, for a
+// response whose first write is smaller than the body it starts (a
+// Protobuf list's head, then its items): above the threshold, it is
+// compressed as if its first write were that large.
+func (w *compressWriter) expectBody(n int) {
+	if !w.decided && n > gzipThreshold {
+		w.decide(n)
+	}
+}
+
+// expectBody calls expectBody on w's compressWriter, if it has one (see
+// compressWriter.expectBody); w may wrap it (echo's Response does).
+func expectBody(w http.ResponseWriter, n int) {
+	for w != nil {
+		if cw, ok := w.(*compressWriter); ok {
+			cw.expectBody(n)
+			return
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
+}
+
 // Flush implements http.Flusher.
 func (w *compressWriter) Flush() {
 	if w.gz != nil {

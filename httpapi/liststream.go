@@ -217,7 +217,10 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 	c.Response().WriteHeader(http.StatusOK)
 	out.buf = append(out.buf, head...)
 	if proto {
-		// The kept items, as encoded in the first pass.
+		// The kept items, as encoded in the first pass: a body this
+		// large is compressed for a client that asks, though its first
+		// write is the head alone.
+		expectBody(c.Response(), len(out.buf)+pi.size())
 		if err := out.flush(); err != nil {
 			panic(http.ErrAbortHandler)
 		}
@@ -411,10 +414,7 @@ func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw := 1 + protowire.SizeBytes(len(lmb)) + len(e.items.buf)
-	for _, n := range e.items.sizes {
-		raw += 1 + protowire.SizeBytes(n)
-	}
+	raw := 1 + protowire.SizeBytes(len(lmb)) + e.items.size()
 	gv := e.kind.GVK.GroupVersion().String()
 	var tm []byte
 	tm = protowire.AppendTag(tm, 1, protowire.BytesType)
@@ -461,6 +461,15 @@ type protoItems struct {
 	sizes []int
 	// scratch is where those are encoded to be sized.
 	scratch []byte
+}
+
+// size is the bytes the list's items take, framed as its field 2.
+func (pi *protoItems) size() int {
+	n := len(pi.buf)
+	for _, m := range pi.sizes {
+		n += 1 + protowire.SizeBytes(m)
+	}
+	return n
 }
 
 // add encodes a page of the list's items.
