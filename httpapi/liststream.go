@@ -415,16 +415,8 @@ func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 		return nil, err
 	}
 	raw := 1 + protowire.SizeBytes(len(lmb)) + e.items.size()
-	gv := e.kind.GVK.GroupVersion().String()
-	var tm []byte
-	tm = protowire.AppendTag(tm, 1, protowire.BytesType)
-	tm = protowire.AppendString(tm, gv)
-	tm = protowire.AppendTag(tm, 2, protowire.BytesType)
-	tm = protowire.AppendString(tm, e.kind.ListKind)
-
-	b := append([]byte(nil), "k8s\x00"...)
-	b = protowire.AppendTag(b, 1, protowire.BytesType) // Unknown.typeMeta
-	b = protowire.AppendBytes(b, tm)
+	b := append([]byte(nil), protoMagic...)
+	b = appendProtoTypeMeta(b, e.kind.GVK.GroupVersion().String(), e.kind.ListKind)
 	b = protowire.AppendTag(b, 2, protowire.BytesType) // Unknown.raw
 	b = protowire.AppendVarint(b, uint64(raw))
 	b = protowire.AppendTag(b, 1, protowire.BytesType) // List.metadata
@@ -435,12 +427,7 @@ func (e *protoListEncoder) item(dst, value []byte) ([]byte, error) {
 	return appendProtoItem(dst, e.kind, value)
 }
 
-func (e *protoListEncoder) end(dst []byte) []byte {
-	dst = protowire.AppendTag(dst, 3, protowire.BytesType) // Unknown.contentEncoding
-	dst = protowire.AppendString(dst, "")
-	dst = protowire.AppendTag(dst, 4, protowire.BytesType) // Unknown.contentType
-	return protowire.AppendString(dst, "")
-}
+func (e *protoListEncoder) end(dst []byte) []byte { return appendProtoUnknownEnd(dst) }
 
 // protoItems is the first pass of a streamed Protobuf list: each item is
 // encoded once, and kept while the kept items add up to at most

@@ -50,6 +50,19 @@ func cmpString(a, b string) int {
 	return 0
 }
 
+// protoFiller fills objects of the built-in kinds with random values
+// (apimachinery's API fuzzer), seeded with seed.
+func protoFiller(seed int64) *randfill.Filler {
+	// JSON's raw bytes must be JSON (a CRD's defaults and examples).
+	rawJSON := func(serializer.CodecFactory) []any {
+		return []any{func(j *apiextensionsv1.JSON, c randfill.Continue) {
+			j.Raw = fmt.Appendf(nil, `{"n":%d,"s":%q}`, c.Int63(), c.String(0))
+		}}
+	}
+	f := fuzzer.FuzzerFor(fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, rawJSON), rand.NewSource(seed), serializer.NewCodecFactory(registry.Scheme))
+	return f.NilChance(0.3).NumElements(0, 3).MaxDepth(12)
+}
+
 // TestProtoTranscoder_MatchesTyped fills objects of every built-in kind
 // with random values, stores them as JSON, and checks that the
 // transcoder writes each as the typed object's generated Marshal does.
@@ -59,14 +72,7 @@ func TestProtoTranscoder_MatchesTyped(t *testing.T) {
 	if len(kinds) < 10 {
 		t.Fatalf("transcoded kinds = %d, want at least 10 (typed path: %v)", len(kinds), typed)
 	}
-	// JSON's raw bytes must be JSON (a CRD's defaults and examples).
-	rawJSON := func(serializer.CodecFactory) []any {
-		return []any{func(j *apiextensionsv1.JSON, c randfill.Continue) {
-			j.Raw = fmt.Appendf(nil, `{"n":%d,"s":%q}`, c.Int63(), c.String(0))
-		}}
-	}
-	f := fuzzer.FuzzerFor(fuzzer.MergeFuzzerFuncs(metafuzzer.Funcs, rawJSON), rand.NewSource(13), serializer.NewCodecFactory(registry.Scheme))
-	f.NilChance(0.3).NumElements(0, 3).MaxDepth(12)
+	f := protoFiller(13)
 	for _, k := range kinds {
 		t.Run(k.GVK.Kind+"."+k.GVK.Group, func(t *testing.T) {
 			for i := range 300 {

@@ -120,6 +120,9 @@ func (s *Server) writeStored(c echo.Context, code int, rep representation, k *re
 			"you requested PartialObjectMetadataList, but the requested object is not a list ("+k.InternalTypeName(false)+")"))
 	}
 	if rep.enc == encProtobuf {
+		if b, ok := appendProtoObject(nil, k, value); ok {
+			return c.Blob(code, mediaProtobuf, b)
+		}
 		obj, err := k.DecodeStored(value)
 		if err != nil {
 			return s.writeError(c, err)

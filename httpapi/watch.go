@@ -580,6 +580,9 @@ func (ws *watchStream) writeObject(typ string, value []byte, ev *store.CachedEve
 		}
 	case ws.proto:
 		line = ws.shared(ev, typ, func() []byte {
+			if b, ok := protoEventStored(typ, k, value); ok {
+				return b
+			}
 			obj, err := k.DecodeStored(value)
 			if err != nil {
 				return nil
