@@ -176,8 +176,13 @@ func expectBody(w http.ResponseWriter, n int) {
 	}
 }
 
-// Flush implements http.Flusher.
+// Flush implements http.Flusher. A flush before any body sends the
+// header as it is, uncompressed: what follows has no first write to judge
+// by.
 func (w *compressWriter) Flush() {
+	if !w.decided {
+		w.decide(0)
+	}
 	if w.gz != nil {
 		_ = w.gz.Flush() // a write error shows at the next write
 	}

@@ -196,3 +196,23 @@ func TestServer_ResponseCompression(t *testing.T) {
 		}
 	})
 }
+
+// TestCompressWriter_FlushFirst: a handler that flushes before writing a
+// body gets its own status code out, uncompressed.
+func TestCompressWriter_FlushFirst(t *testing.T) {
+	rec := httptest.NewRecorder()
+	cw := newCompressWriter(rec)
+	cw.WriteHeader(http.StatusAccepted)
+	cw.Flush()
+	_, _ = cw.Write(bytes.Repeat([]byte("x"), gzipThreshold+1))
+	cw.finish()
+	if got, want := rec.Code, http.StatusAccepted; got != want {
+		t.Errorf("status %d, want %d", got, want)
+	}
+	if ce := rec.Header().Get("Content-Encoding"); ce != "" {
+		t.Errorf("Content-Encoding %q after a flush before the body, want none", ce)
+	}
+	if got := rec.Body.Len(); got != gzipThreshold+1 {
+		t.Errorf("body %d bytes, want %d", got, gzipThreshold+1)
+	}
+}
