@@ -265,6 +265,10 @@ func parseFlags(args []string) (config, error) {
 	if cfg.kubeRef && cfg.server != "" {
 		return cfg, errors.New("--kube-ref starts its own daemon and reference: drop --server")
 	}
+	if cfg.kubeRef && cfg.kubeconfig != "" {
+		// The reference pass would reach edgeapi through it.
+		return cfg, errors.New("--kube-ref reaches each server's HTTPS side itself: drop --kubeconfig")
+	}
 	if cfg.server != "" && strings.HasPrefix(cfg.server, "https://") && cfg.ca == "" {
 		return cfg, errors.New("an https --server needs --ca")
 	}
