@@ -460,6 +460,9 @@ func (b *bench) serverTarget(ctx context.Context) (*tlsTarget, error) {
 			return nil, fmt.Errorf("tls target: %w", err)
 		}
 		b.rbacUser, cfg.BearerToken = user, token
+		if err := b.aggregateEdit(ctx); err != nil {
+			return nil, fmt.Errorf("tls target: %w", err)
+		}
 		if err := b.bindBenchUser(ctx, b.cfg.tlsRBACBindings); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -281,14 +282,22 @@ func TestTokenOf(t *testing.T) {
 
 func TestBench_ServerTarget(t *testing.T) {
 	var bindings []string
+	var editPut string
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("Authorization") != "Bearer masters" || r.Method != http.MethodPost {
+		if r.Header.Get("Authorization") != "Bearer masters" {
 			w.WriteHeader(http.StatusForbidden)
 			return
 		}
-		body := make([]byte, 4096)
-		n, _ := r.Body.Read(body)
+		body, _ := io.ReadAll(r.Body)
+		n := len(body)
 		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/apis/rbac.authorization.k8s.io/v1/clusterroles":
+			w.Write([]byte(`{"items":[{"metadata":{"name":"edit"},"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"to-edit":"true"}}]}},` +
+				`{"metadata":{"name":"cm","labels":{"to-edit":"true"}},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["*"]}]}]}`))
+		case r.Method == http.MethodPut && r.URL.Path == "/apis/rbac.authorization.k8s.io/v1/clusterroles/edit":
+			editPut = string(body)
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
 		case r.URL.Path == "/api/v1/namespaces/bench/serviceaccounts/bench-user/token":
 			w.WriteHeader(http.StatusCreated)
 			w.Write([]byte(`{"status":{"token":"issued"}}`))
@@ -323,6 +332,9 @@ func TestBench_ServerTarget(t *testing.T) {
 		}
 		if len(bindings) != 3 || !strings.Contains(bindings[0], `"name":"system:serviceaccount:bench:bench-user"`) {
 			t.Errorf("rolebindings %q, want 3, the first naming the ServiceAccount", bindings)
+		}
+		if !strings.Contains(editPut, `"resources":["configmaps"]`) {
+			t.Errorf("edit ClusterRole put %q, want the aggregated configmaps rule", editPut)
 		}
 		if tt.base != srv.URL || tt.tls.RootCAs == nil {
 			t.Errorf("target %s (RootCAs %v), want %s with the CA", tt.base, tt.tls.RootCAs, srv.URL)
