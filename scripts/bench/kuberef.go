@@ -300,6 +300,11 @@ func compareReports(edge, kube *Report) []comparison {
 			if k.OpsPerSec > 0 {
 				c.ratio = e.OpsPerSec / k.OpsPerSec
 			}
+			out = append(out, c)
+			if cpu, ok := cpuPerOpComparison(e, k); ok {
+				out = append(out, cpu)
+			}
+			continue
 		case e.Latency != nil:
 			// A timed loop that also carries a value (list: response
 			// MiB): the p50 decides, lower is better.
@@ -308,6 +313,11 @@ func compareReports(edge, kube *Report) []comparison {
 			if e.Latency.P50MS > 0 && k.Latency != nil {
 				c.ratio = k.Latency.P50MS / e.Latency.P50MS
 			}
+			out = append(out, c)
+			if cpu, ok := cpuPerOpComparison(e, k); ok {
+				out = append(out, cpu)
+			}
+			continue
 		case e.Unit != "" && e.Unit == k.Unit:
 			c.edgeapi = fmtValue(e.Value, e.Unit)
 			c.kube = fmtValue(k.Value, k.Unit)
@@ -328,6 +338,17 @@ func compareReports(edge, kube *Report) []comparison {
 		}
 	}
 	return out
+}
+
+// cpuPerOpComparison compares the server CPU per operation of two timed
+// loops (kube-apiserver's with etcd's), the steadier figure on a shared
+// machine: the ratio is kube-apiserver's over edgeapi's.
+func cpuPerOpComparison(e, k *Result) (comparison, bool) {
+	if e.ServerCPU <= 0 || k.ServerCPU <= 0 || e.OpsPerSec <= 0 || k.OpsPerSec <= 0 {
+		return comparison{}, false
+	}
+	ec, kc := 1e6*e.ServerCPU/e.OpsPerSec, 1e6*k.ServerCPU/k.OpsPerSec
+	return comparison{workload: e.Workload + " server CPU/op", edgeapi: fmtUS(ec), kube: fmtUS(kc), ratio: kc / ec}, true
 }
 
 // lowerIsBetter reports whether a single value in unit is a cost (time,

@@ -237,12 +237,12 @@ func TestSplitClientGo(t *testing.T) {
 func TestCompareReports_ClientGo(t *testing.T) {
 	edge := &Report{Results: []Result{
 		{Workload: "get-16", OpsPerSec: 8000, Latency: &Latency{P99MS: 5}},
-		{Workload: "get-16 clientgo", OpsPerSec: 6000, Latency: &Latency{P99MS: 6}},
+		{Workload: "get-16 clientgo", OpsPerSec: 6000, Latency: &Latency{P99MS: 6}, ServerCPU: 0.6},
 		{Workload: "get-16 clientgo/plain", Value: 75, Unit: "%"},
 	}}
 	kube := &Report{Results: []Result{
 		{Workload: "get-16", OpsPerSec: 4000, Latency: &Latency{P99MS: 9}},
-		{Workload: "get-16 clientgo", OpsPerSec: 2000, Latency: &Latency{P99MS: 20}},
+		{Workload: "get-16 clientgo", OpsPerSec: 2000, Latency: &Latency{P99MS: 20}, ServerCPU: 1},
 		{Workload: "get-16 clientgo/plain", Value: 50, Unit: "%"},
 	}}
 	_, cg := splitClientGo(compareReports(edge, kube))
@@ -250,7 +250,8 @@ func TestCompareReports_ClientGo(t *testing.T) {
 	for _, c := range cg {
 		got[c.workload] = c.ratio
 	}
-	want := map[string]float64{"get-16 clientgo": 3, "get-16 clientgo/plain": 0}
+	// CPU per op: 100 µs against 500 µs.
+	want := map[string]float64{"get-16 clientgo": 3, "get-16 clientgo server CPU/op": 5, "get-16 clientgo/plain": 0}
 	if len(got) != len(want) {
 		t.Fatalf("client-go lines %v, want %v", got, want)
 	}
