@@ -267,6 +267,10 @@ func kubeRefVersion(ctx context.Context, b *bench) string {
 	return ""
 }
 
+// serverless are the workloads that measure no server (the physical
+// references), run again in the reference's half.
+var serverless = map[string]bool{"sqlite-ref": true, "watch-ref": true}
+
 // comparison is one line of the edgeapi/kube-apiserver table.
 type comparison struct {
 	workload      string
@@ -292,6 +296,17 @@ func compareReports(edge, kube *Report) []comparison {
 			continue
 		}
 		c := comparison{workload: e.Workload}
+		if serverless[e.Workload] {
+			// The same loop in both halves, no server involved: both
+			// figures are printed, for the machine's drift between
+			// the halves, without a ratio.
+			if e.Latency != nil && k.Latency != nil {
+				c.edgeapi = fmt.Sprintf("%s/s p99 %s", fmtRate(e.OpsPerSec), fmtMS(e.Latency.P99MS))
+				c.kube = fmt.Sprintf("%s/s p99 %s", fmtRate(k.OpsPerSec), fmtMS(k.Latency.P99MS))
+				out = append(out, c)
+			}
+			continue
+		}
 		switch {
 		case e.Latency != nil && e.Unit == "":
 			// A timed loop: the rate decides.

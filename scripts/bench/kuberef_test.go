@@ -178,12 +178,14 @@ func TestCompareReports(t *testing.T) {
 		{Workload: "list-10k", Value: 14, Unit: "MiB", Latency: &Latency{P50MS: 130, P99MS: 140}},
 		{Workload: "informer-100k", Value: 8, Unit: "s", ServerCPU: 0.5},
 		{Workload: "rss-idle", Value: 300, Unit: "MiB"},
+		{Workload: "sqlite-ref", OpsPerSec: 12000, Latency: &Latency{P50MS: 3}},
 	}}
 	got := map[string]float64{}
 	for _, c := range compareReports(edge, kube) {
 		got[c.workload] = c.ratio
 	}
-	want := map[string]float64{"create-64": 4, "list-10k": 2.6, "informer-100k": 4, "informer-100k server CPU": 4, "rss-idle": 10}
+	want := map[string]float64{"create-64": 4, "list-10k": 2.6, "informer-100k": 4, "informer-100k server CPU": 4, "rss-idle": 10,
+		"sqlite-ref": 0} // no server: both printed, no ratio
 	if len(got) != len(want) {
 		t.Errorf("compared %v, want %v", got, want)
 	}
