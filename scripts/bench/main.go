@@ -31,7 +31,9 @@
 // kube-apiserver on etcd (scripts/kube-ref-build, scripts/kube-ref-start),
 // both over TLS with a system:masters token, and prints the ratios; the
 // informer workload times a client-go typed informer's initial sync (see
-// kuberef.go and informer.go).
+// kuberef.go and informer.go). With --client clientgo the client-go pass
+// runs against kube-apiserver too, as a ServiceAccount token user bound by
+// RBAC, and a second table sets client-go against client-go.
 //
 // The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
 // with a small in-memory fake of the API, to test this tool and measure its
