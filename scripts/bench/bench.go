@@ -42,6 +42,9 @@ type bench struct {
 	// clientgo.go; nil: the plain client), and cgWire the client-go one,
 	// once made.
 	wire, cgWire *wire
+	// rbacUser is the name of the TLS workloads' RBAC-bound user when it
+	// is not benchUser (the ServiceAccount of serverTarget).
+	rbacUser string
 }
 
 // Result is one measured line of the report: either a timed workload (ops,

@@ -493,7 +493,7 @@ func (b *bench) clientGoWire(ctx context.Context) (*wire, error) {
 	}
 	who := "system:masters certificate"
 	if t.rest.BearerToken != "" {
-		who = fmt.Sprintf("token user %s bound by RBAC among %d RoleBindings", benchUser, b.cfg.tlsRBACBindings)
+		who = fmt.Sprintf("token user %s bound by RBAC among %d RoleBindings", b.rbacUserName(), b.cfg.tlsRBACBindings)
 	}
 	b.logf("clientgo: %s %s as %s, Accept %s", t.base, p, who, acceptProtobuf)
 	b.cgWire = wi

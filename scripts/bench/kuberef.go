@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -265,6 +267,10 @@ func kubeRefVersion(ctx context.Context, b *bench) string {
 	return ""
 }
 
+// serverless are the workloads that measure no server (the physical
+// references), run again in the reference's half.
+var serverless = map[string]bool{"sqlite-ref": true, "watch-ref": true}
+
 // comparison is one line of the edgeapi/kube-apiserver table.
 type comparison struct {
 	workload      string
@@ -290,6 +296,17 @@ func compareReports(edge, kube *Report) []comparison {
 			continue
 		}
 		c := comparison{workload: e.Workload}
+		if serverless[e.Workload] {
+			// The same loop in both halves, no server involved: both
+			// figures are printed, for the machine's drift between
+			// the halves, without a ratio.
+			if e.Latency != nil && k.Latency != nil {
+				c.edgeapi = fmt.Sprintf("%s/s p99 %s", fmtRate(e.OpsPerSec), fmtMS(e.Latency.P99MS))
+				c.kube = fmt.Sprintf("%s/s p99 %s", fmtRate(k.OpsPerSec), fmtMS(k.Latency.P99MS))
+				out = append(out, c)
+			}
+			continue
+		}
 		switch {
 		case e.Latency != nil && e.Unit == "":
 			// A timed loop: the rate decides.
@@ -298,6 +315,11 @@ func compareReports(edge, kube *Report) []comparison {
 			if k.OpsPerSec > 0 {
 				c.ratio = e.OpsPerSec / k.OpsPerSec
 			}
+			out = append(out, c)
+			if cpu, ok := cpuPerOpComparison(e, k); ok {
+				out = append(out, cpu)
+			}
+			continue
 		case e.Latency != nil:
 			// A timed loop that also carries a value (list: response
 			// MiB): the p50 decides, lower is better.
@@ -306,6 +328,11 @@ func compareReports(edge, kube *Report) []comparison {
 			if e.Latency.P50MS > 0 && k.Latency != nil {
 				c.ratio = k.Latency.P50MS / e.Latency.P50MS
 			}
+			out = append(out, c)
+			if cpu, ok := cpuPerOpComparison(e, k); ok {
+				out = append(out, cpu)
+			}
+			continue
 		case e.Unit != "" && e.Unit == k.Unit:
 			c.edgeapi = fmtValue(e.Value, e.Unit)
 			c.kube = fmtValue(k.Value, k.Unit)
@@ -326,6 +353,17 @@ func compareReports(edge, kube *Report) []comparison {
 		}
 	}
 	return out
+}
+
+// cpuPerOpComparison compares the server CPU per operation of two timed
+// loops (kube-apiserver's with etcd's), the steadier figure on a shared
+// machine: the ratio is kube-apiserver's over edgeapi's.
+func cpuPerOpComparison(e, k *Result) (comparison, bool) {
+	if e.ServerCPU <= 0 || k.ServerCPU <= 0 || e.OpsPerSec <= 0 || k.OpsPerSec <= 0 {
+		return comparison{}, false
+	}
+	ec, kc := 1e6*e.ServerCPU/e.OpsPerSec, 1e6*k.ServerCPU/k.OpsPerSec
+	return comparison{workload: e.Workload + " server CPU/op", edgeapi: fmtUS(ec), kube: fmtUS(kc), ratio: kc / ec}, true
 }
 
 // lowerIsBetter reports whether a single value in unit is a cost (time,
@@ -350,9 +388,20 @@ func printComparison(out io.Writer, edge, kube *Report) {
 	fmt.Fprintf(out, "\nedgeapi (%s) against kube-apiserver on etcd (%s)\n", edge.Server, kube.Server)
 	fmt.Fprintf(out, "loadavg: edgeapi run %s; kube-apiserver run %s\n", strings.Join(edge.LoadAvg, " / "), strings.Join(kube.LoadAvg, " / "))
 	fmt.Fprintln(out, "ratio: how many times better edgeapi did (its rate over kube-apiserver's, or kube-apiserver's time or memory over its own)")
+	plain, cg := splitClientGo(compareReports(edge, kube))
+	printComparisonTable(out, plain)
+	if len(cg) > 0 {
+		fmt.Fprintln(out, "\nclient-go against client-go: both servers reached through client-go's transport (HTTP/2 over TLS) by a token user checked by RBAC, asking for Protobuf")
+		fmt.Fprintln(out, "(edgeapi: the static token user "+benchUser+"; kube-apiserver: a ServiceAccount token; /plain lines: each server's client-go rate as a percentage of its own HTTP/1.1 JSON rate)")
+		printComparisonTable(out, cg)
+	}
+}
+
+// printComparisonTable writes comparison lines as a table.
+func printComparisonTable(out io.Writer, cs []comparison) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "workload\tedgeapi\tkube-apiserver\tratio")
-	for _, c := range compareReports(edge, kube) {
+	for _, c := range cs {
 		ratio := "-"
 		if c.ratio > 0 {
 			ratio = fmt.Sprintf("%.2f×", c.ratio)
@@ -360,6 +409,19 @@ func printComparison(out io.Writer, edge, kube *Report) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.workload, c.edgeapi, c.kube, ratio)
 	}
 	tw.Flush()
+}
+
+// splitClientGo separates the lines of the client-go pass (--client
+// clientgo: names with " clientgo") from the others, keeping the order.
+func splitClientGo(cs []comparison) (plain, cg []comparison) {
+	for _, c := range cs {
+		if strings.Contains(c.workload, " "+clientGo) {
+			cg = append(cg, c)
+		} else {
+			plain = append(plain, c)
+		}
+	}
+	return plain, cg
 }
 
 // kubeRefJSONPath is where --json puts the reference's report: beside
@@ -401,4 +463,105 @@ func (b *bench) useMainTLS() error {
 	b.base = strings.TrimRight(cluster.Server, "/")
 	b.serverTLS = &serverTLS{caFile: ca, token: mainToken}
 	return nil
+}
+
+// rbacUserName is the user the TLS workloads' RoleBindings name: benchUser
+// of the daemon's token file, or the ServiceAccount of serverTarget.
+func (b *bench) rbacUserName() string {
+	if b.rbacUser != "" {
+		return b.rbacUser
+	}
+	return benchUser
+}
+
+// serverTarget is the HTTPS side of a server that wrote no kubeconfig the
+// bench can read (kube-apiserver of --kube-ref, or an https --server): its
+// URL and CA, and as the user either a ServiceAccount whose rights come
+// from one of --tls-rbac-bindings RoleBindings, with a token the server
+// issues (TokenRequest), or with --tls-rbac-bindings 0 the system:masters
+// token of the shared client. So the client-go pass against kube-apiserver
+// is a token user checked by RBAC, as against edgeapi, where it is the
+// static token user benchUser.
+func (b *bench) serverTarget(ctx context.Context) (*tlsTarget, error) {
+	st := b.serverTLS
+	u, err := url.Parse(b.base)
+	if err != nil || u.Scheme != "https" {
+		return nil, fmt.Errorf("tls target: server %q is not https", b.base)
+	}
+	cfg := &rest.Config{Host: b.base, QPS: -1, UserAgent: "edgeapi-bench",
+		TLSClientConfig: rest.TLSClientConfig{CAFile: st.caFile}, BearerToken: st.token}
+	if b.cfg.tlsRBACBindings > 0 {
+		user, token, err := b.serviceAccountToken(ctx, benchNamespace, benchUser)
+		if err != nil {
+			return nil, fmt.Errorf("tls target: %w", err)
+		}
+		b.rbacUser, cfg.BearerToken = user, token
+		if err := b.aggregateEdit(ctx); err != nil {
+			return nil, fmt.Errorf("tls target: %w", err)
+		}
+		if err := b.bindBenchUser(ctx, b.cfg.tlsRBACBindings); err != nil {
+			return nil, err
+		}
+	}
+	tlsCfg, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("tls target: tls config: %w", err)
+	}
+	t := &tlsTarget{base: strings.TrimRight(b.base, "/"), host: u.Hostname(), port: u.Port(), rest: cfg, tls: tlsCfg}
+	if t.tls.ServerName == "" {
+		t.tls.ServerName = t.host
+	}
+	b.tls = t
+	return t, nil
+}
+
+// serviceAccountTokenSeconds is the lifetime the bench asks for its
+// ServiceAccount token: longer than any run.
+const serviceAccountTokenSeconds = 24 * 3600
+
+// serviceAccountToken creates ServiceAccount ns/name (an existing one is
+// fine), asks the server for a token of it, and returns its user name and
+// the token.
+func (b *bench) serviceAccountToken(ctx context.Context, ns, name string) (user, token string, err error) {
+	if err := b.c.ensureNamespace(ctx, ns); err != nil {
+		return "", "", err
+	}
+	body := `{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"` + name + `"}}`
+	code, out, err := b.c.doSimple(ctx, http.MethodPost, "/api/v1/namespaces/"+ns+"/serviceaccounts", body)
+	if err != nil {
+		return "", "", fmt.Errorf("create serviceaccount %s/%s: %w", ns, name, err)
+	}
+	if code != http.StatusCreated && code != http.StatusConflict {
+		return "", "", fmt.Errorf("create serviceaccount %s/%s: HTTP %d: %.300s", ns, name, code, out)
+	}
+	body = `{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{"expirationSeconds":` +
+		strconv.Itoa(serviceAccountTokenSeconds) + `}}`
+	code, out, err = b.c.doSimple(ctx, http.MethodPost, "/api/v1/namespaces/"+ns+"/serviceaccounts/"+name+"/token", body)
+	if err != nil {
+		return "", "", fmt.Errorf("request token of %s/%s: %w", ns, name, err)
+	}
+	token, err = tokenOf(code, out)
+	if err != nil {
+		return "", "", fmt.Errorf("request token of %s/%s: %w", ns, name, err)
+	}
+	return "system:serviceaccount:" + ns + ":" + name, token, nil
+}
+
+// tokenOf returns status.token of a TokenRequest response.
+func tokenOf(code int, body []byte) (string, error) {
+	if code != http.StatusCreated && code != http.StatusOK {
+		return "", fmt.Errorf("HTTP %d: %.300s", code, body)
+	}
+	var tr struct {
+		Status struct {
+			Token string `json:"token"`
+		} `json:"status"`
+	}
+	if err := json.Unmarshal(body, &tr); err != nil {
+		return "", fmt.Errorf("decode TokenRequest: %w", err)
+	}
+	if tr.Status.Token == "" {
+		return "", errors.New("TokenRequest without status.token")
+	}
+	return tr.Status.Token, nil
 }

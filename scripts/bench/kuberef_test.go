@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -140,6 +141,9 @@ func TestParseFlags_KubeRef(t *testing.T) {
 		{args: []string{"--main-tls=true"}, mainTLS: true},
 		{args: []string{"--main-tls=yes"}, wantErr: "--main-tls"},
 		{args: []string{"--kube-ref", "--server", "http://127.0.0.1:1"}, wantErr: "--server"},
+		{args: []string{"--kube-ref", "--client", "clientgo"}, mainTLS: true},
+		{args: []string{"--kube-ref", "--client", "clientgo", "--tls-rbac-bindings", "0"}, mainTLS: true},
+		{args: []string{"--kube-ref", "--client", "clientgo", "--kubeconfig", "/tmp/kc"}, wantErr: "--kubeconfig"},
 		{args: []string{"--server", "https://127.0.0.1:1"}, wantErr: "--ca"},
 		{args: []string{"--informer-objects", "0"}, wantErr: "positive"},
 	} {
@@ -174,12 +178,14 @@ func TestCompareReports(t *testing.T) {
 		{Workload: "list-10k", Value: 14, Unit: "MiB", Latency: &Latency{P50MS: 130, P99MS: 140}},
 		{Workload: "informer-100k", Value: 8, Unit: "s", ServerCPU: 0.5},
 		{Workload: "rss-idle", Value: 300, Unit: "MiB"},
+		{Workload: "sqlite-ref", OpsPerSec: 12000, Latency: &Latency{P50MS: 3}},
 	}}
 	got := map[string]float64{}
 	for _, c := range compareReports(edge, kube) {
 		got[c.workload] = c.ratio
 	}
-	want := map[string]float64{"create-64": 4, "list-10k": 2.6, "informer-100k": 4, "informer-100k server CPU": 4, "rss-idle": 10}
+	want := map[string]float64{"create-64": 4, "list-10k": 2.6, "informer-100k": 4, "informer-100k server CPU": 4, "rss-idle": 10,
+		"sqlite-ref": 0} // no server: both printed, no ratio
 	if len(got) != len(want) {
 		t.Errorf("compared %v, want %v", got, want)
 	}
@@ -207,4 +213,145 @@ func TestKubeRefJSONPath(t *testing.T) {
 	if got := kubeRefJSONPath("/tmp/b.json"); got != "/tmp/b.kube-ref.json" {
 		t.Errorf("kubeRefJSONPath = %q", got)
 	}
+}
+
+func TestSplitClientGo(t *testing.T) {
+	cs := []comparison{
+		{workload: "create-64"}, {workload: "create-64 clientgo"}, {workload: "create-64 clientgo/plain"},
+		{workload: "create-64 vs sqlite-ref"}, {workload: "create-64 clientgo vs sqlite-ref"}, {workload: "get-16"},
+	}
+	plain, cg := splitClientGo(cs)
+	names := func(cs []comparison) string {
+		var n []string
+		for _, c := range cs {
+			n = append(n, c.workload)
+		}
+		return strings.Join(n, ",")
+	}
+	if got, want := names(plain), "create-64,create-64 vs sqlite-ref,get-16"; got != want {
+		t.Errorf("plain = %s, want %s", got, want)
+	}
+	if got, want := names(cg), "create-64 clientgo,create-64 clientgo/plain,create-64 clientgo vs sqlite-ref"; got != want {
+		t.Errorf("client-go = %s, want %s", got, want)
+	}
+}
+
+func TestCompareReports_ClientGo(t *testing.T) {
+	edge := &Report{Results: []Result{
+		{Workload: "get-16", OpsPerSec: 8000, Latency: &Latency{P99MS: 5}},
+		{Workload: "get-16 clientgo", OpsPerSec: 6000, Latency: &Latency{P99MS: 6}, ServerCPU: 0.6},
+		{Workload: "get-16 clientgo/plain", Value: 75, Unit: "%"},
+	}}
+	kube := &Report{Results: []Result{
+		{Workload: "get-16", OpsPerSec: 4000, Latency: &Latency{P99MS: 9}},
+		{Workload: "get-16 clientgo", OpsPerSec: 2000, Latency: &Latency{P99MS: 20}, ServerCPU: 1},
+		{Workload: "get-16 clientgo/plain", Value: 50, Unit: "%"},
+	}}
+	_, cg := splitClientGo(compareReports(edge, kube))
+	got := map[string]float64{}
+	for _, c := range cg {
+		got[c.workload] = c.ratio
+	}
+	// CPU per op: 100 µs against 500 µs.
+	want := map[string]float64{"get-16 clientgo": 3, "get-16 clientgo server CPU/op": 5, "get-16 clientgo/plain": 0}
+	if len(got) != len(want) {
+		t.Fatalf("client-go lines %v, want %v", got, want)
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g < w-1e-9 || g > w+1e-9 {
+			t.Errorf("ratio %s = %v, want %v", k, g, w)
+		}
+	}
+}
+
+func TestTokenOf(t *testing.T) {
+	for _, tc := range []struct {
+		code    int
+		body    string
+		want    string
+		wantErr bool
+	}{
+		{code: 201, body: `{"kind":"TokenRequest","status":{"token":"eyJ.abc","expirationTimestamp":"2026-11-27T00:00:00Z"}}`, want: "eyJ.abc"},
+		{code: 201, body: `{"kind":"TokenRequest","status":{}}`, wantErr: true},
+		{code: 404, body: `{"kind":"Status","reason":"NotFound"}`, wantErr: true},
+		{code: 201, body: `not json`, wantErr: true},
+	} {
+		got, err := tokenOf(tc.code, []byte(tc.body))
+		if (err != nil) != tc.wantErr || got != tc.want {
+			t.Errorf("tokenOf(%d, %s) = %q, %v; want %q, error %v", tc.code, tc.body, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func TestBench_ServerTarget(t *testing.T) {
+	var bindings []string
+	var editPut string
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer masters" {
+			w.WriteHeader(http.StatusForbidden)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		n := len(body)
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/apis/rbac.authorization.k8s.io/v1/clusterroles":
+			w.Write([]byte(`{"items":[{"metadata":{"name":"edit"},"aggregationRule":{"clusterRoleSelectors":[{"matchLabels":{"to-edit":"true"}}]}},` +
+				`{"metadata":{"name":"cm","labels":{"to-edit":"true"}},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["*"]}]}]}`))
+		case r.Method == http.MethodPut && r.URL.Path == "/apis/rbac.authorization.k8s.io/v1/clusterroles/edit":
+			editPut = string(body)
+		case r.Method != http.MethodPost:
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		case r.URL.Path == "/api/v1/namespaces/bench/serviceaccounts/bench-user/token":
+			w.WriteHeader(http.StatusCreated)
+			w.Write([]byte(`{"status":{"token":"issued"}}`))
+		case strings.HasSuffix(r.URL.Path, "/rolebindings"):
+			bindings = append(bindings, string(body[:n]))
+			w.WriteHeader(http.StatusCreated)
+		default:
+			w.WriteHeader(http.StatusCreated)
+		}
+	}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := &serverTLS{caFile: ca, token: "masters"}
+	c, err := newServerClient(srv.URL, st, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.close()
+
+	t.Run("rbac", func(t *testing.T) {
+		bindings = nil
+		b := &bench{cfg: config{tlsRBACBindings: 3, quiet: true}, c: c, base: srv.URL, serverTLS: st}
+		tt, err := b.tlsTarget()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.rest.BearerToken != "issued" || b.rbacUserName() != "system:serviceaccount:bench:bench-user" {
+			t.Errorf("token %q user %q, want the issued token of system:serviceaccount:bench:bench-user", tt.rest.BearerToken, b.rbacUserName())
+		}
+		if len(bindings) != 3 || !strings.Contains(bindings[0], `"name":"system:serviceaccount:bench:bench-user"`) {
+			t.Errorf("rolebindings %q, want 3, the first naming the ServiceAccount", bindings)
+		}
+		if !strings.Contains(editPut, `"resources":["configmaps"]`) {
+			t.Errorf("edit ClusterRole put %q, want the aggregated configmaps rule", editPut)
+		}
+		if tt.base != srv.URL || tt.tls.RootCAs == nil {
+			t.Errorf("target %s (RootCAs %v), want %s with the CA", tt.base, tt.tls.RootCAs, srv.URL)
+		}
+	})
+	t.Run("masters", func(t *testing.T) {
+		bindings = nil
+		b := &bench{cfg: config{tlsRBACBindings: 0, quiet: true}, c: c, base: srv.URL, serverTLS: st}
+		tt, err := b.tlsTarget()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tt.rest.BearerToken != "masters" || len(bindings) != 0 {
+			t.Errorf("token %q with %d rolebindings, want the masters token and none", tt.rest.BearerToken, len(bindings))
+		}
+	})
 }

@@ -31,7 +31,9 @@
 // kube-apiserver on etcd (scripts/kube-ref-build, scripts/kube-ref-start),
 // both over TLS with a system:masters token, and prints the ratios; the
 // informer workload times a client-go typed informer's initial sync (see
-// kuberef.go and informer.go).
+// kuberef.go and informer.go). With --client clientgo the client-go pass
+// runs against kube-apiserver too, as a ServiceAccount token user bound by
+// RBAC, and a second table sets client-go against client-go.
 //
 // The bench binary also answers `bench serve --data-dir DIR --insecure-listen ADDR`
 // with a small in-memory fake of the API, to test this tool and measure its
@@ -264,6 +266,10 @@ func parseFlags(args []string) (config, error) {
 	}
 	if cfg.kubeRef && cfg.server != "" {
 		return cfg, errors.New("--kube-ref starts its own daemon and reference: drop --server")
+	}
+	if cfg.kubeRef && cfg.kubeconfig != "" {
+		// The reference pass would reach edgeapi through it.
+		return cfg, errors.New("--kube-ref reaches each server's HTTPS side itself: drop --kubeconfig")
 	}
 	if cfg.server != "" && strings.HasPrefix(cfg.server, "https://") && cfg.ca == "" {
 		return cfg, errors.New("an https --server needs --ca")

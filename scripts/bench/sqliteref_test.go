@@ -110,3 +110,38 @@ func TestSQLiteRefValue_StoredShape(t *testing.T) {
 		t.Errorf("value has %d bytes, want %d", len(got), want)
 	}
 }
+
+func TestSQLiteRefRatios(t *testing.T) {
+	plain := Result{Workload: "create-64", OpsPerSec: 4000}
+	cg := Result{Workload: "create-64 clientgo", OpsPerSec: 3000}
+	other := Result{Workload: "create-16", OpsPerSec: 9000}
+	ref := Result{Workload: "sqlite-ref", OpsPerSec: 10000}
+	for _, tc := range []struct {
+		name    string
+		results []Result
+		ref     Result
+		want    map[string]float64 // ratio name -> percent
+	}{
+		{name: "plain only", results: []Result{other, plain}, ref: ref, want: map[string]float64{"create-64 vs sqlite-ref": 40}},
+		{name: "both", results: []Result{plain, cg}, ref: ref, want: map[string]float64{"create-64 vs sqlite-ref": 40, "create-64 clientgo vs sqlite-ref": 30}},
+		{name: "client-go only", results: []Result{cg}, ref: ref, want: map[string]float64{"create-64 clientgo vs sqlite-ref": 30}},
+		{name: "no create-64", results: []Result{other}, ref: ref, want: map[string]float64{}},
+		{name: "reference without rows", results: []Result{plain, cg}, ref: Result{Workload: "sqlite-ref"}, want: map[string]float64{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sqliteRefRatios(&Report{Results: tc.results}, tc.ref)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d ratios %+v, want %v", len(got), got, tc.want)
+			}
+			for _, r := range got {
+				want, ok := tc.want[r.Workload]
+				if !ok || r.Unit != "%" || math.Abs(r.Value-want) > 1e-9 {
+					t.Errorf("ratio %s = %v %s, want %v %%", r.Workload, r.Value, r.Unit, want)
+				}
+				if name := strings.TrimSuffix(r.Workload, " vs sqlite-ref"); !strings.Contains(strings.Join(r.Notes, ";"), name+" vs sqlite-ref: ") {
+					t.Errorf("ratio %s notes %q lack the ×-ratio", r.Workload, r.Notes)
+				}
+			}
+		})
+	}
+}

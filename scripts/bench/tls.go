@@ -80,7 +80,7 @@ func (b *bench) bindBenchUser(ctx context.Context, n int) error {
 			return err
 		}
 	}
-	if err := b.bindEdit(ctx, benchNamespace, "bench-user", benchUser); err != nil {
+	if err := b.bindEdit(ctx, benchNamespace, "bench-user", b.rbacUserName()); err != nil {
 		return err
 	}
 	for i := 1; i < n; i++ {
@@ -88,7 +88,7 @@ func (b *bench) bindBenchUser(ctx context.Context, n int) error {
 			return err
 		}
 	}
-	b.logf("tls: %d RoleBindings across %d namespaces; the TLS clients are the token user %s, bound by one of them", n, min(n, spread), benchUser)
+	b.logf("tls: %d RoleBindings across %d namespaces; the TLS clients are the token user %s, bound by one of them", n, min(n, spread), b.rbacUserName())
 	return nil
 }
 
@@ -114,7 +114,7 @@ func (b *bench) grantBenchUser(ctx context.Context, ns string) error {
 	if b.tls == nil || b.tls.rest.BearerToken == "" {
 		return nil
 	}
-	if err := b.bindEdit(ctx, ns, "bench-user", benchUser); err != nil {
+	if err := b.bindEdit(ctx, ns, "bench-user", b.rbacUserName()); err != nil {
 		return err
 	}
 	c := b.tls.h1Client(1)
@@ -141,6 +141,9 @@ func (b *bench) tlsTarget() (*tlsTarget, error) {
 	path := b.cfg.kubeconfig
 	if path == "" && b.d != nil {
 		path = filepath.Join(b.d.dataDir, "kubeconfig")
+	}
+	if path == "" && b.d == nil && b.serverTLS != nil {
+		return b.serverTarget(context.Background())
 	}
 	if path == "" {
 		return nil, errors.New("the TLS workloads need the daemon's kubeconfig: give --kubeconfig with --server")

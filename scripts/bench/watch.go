@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -156,10 +157,28 @@ func runWatch(ctx context.Context, b *bench) ([]Result, error) {
 	tr.WriteBufferSize = 4 << 10
 	tr.ReadBufferSize = 32 << 10
 	defer tr.CloseIdleConnections()
+	var rt http.RoundTripper = tr
+	var notes []string
+	if st := b.serverTLS; st != nil {
+		// An HTTPS server (kube-apiserver, or edgeapi with --main-tls):
+		// as the shared client reaches it, TLS on HTTP/1.1 with the
+		// token, one connection per watch.
+		tlsCfg, err := st.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		tr.TLSClientConfig = tlsCfg
+		tr.TLSNextProto = map[string]func(string, *tls.Conn) http.RoundTripper{}
+		if st.token != "" {
+			rt = &bearerTransport{Transport: tr, auth: "Bearer " + st.token}
+		}
+		notes = append(notes, "watches over TLS, HTTP/1.1, JSON, with the shared client's token")
+	}
 	return b.watchFanOut(ctx, fanOutSpec{
 		name:     fmt.Sprintf("watch-%dw-%d/s", b.cfg.watchers, b.cfg.writeRate),
 		base:     b.base,
-		tr:       tr,
+		tr:       rt,
+		notes:    notes,
 		watchers: b.cfg.watchers,
 		rate:     b.cfg.writeRate,
 		grant:    func(context.Context, string) error { return nil },
