@@ -309,7 +309,7 @@ func runList(ctx context.Context, b *bench) ([]Result, error) {
 
 	// The same LIST as Protobuf, as client-go's typed informers ask
 	// for it. The untimed one checks the answer's envelope.
-	if code, _, err := b.c.doHeader(ctx, "GET", url, hdrProtobuf, nil, &sink); err != nil || code != 200 {
+	if code, _, err := wi.c.doHeader(ctx, "GET", url, hdrProtobuf, nil, &sink); err != nil || code != 200 {
 		return nil, fmt.Errorf("list as protobuf: %d %v", code, err)
 	}
 	protoOK := bytes.HasPrefix(sink.Bytes(), []byte("k8s\x00"))
@@ -320,7 +320,7 @@ func runList(ctx context.Context, b *bench) ([]Result, error) {
 		duration: b.cfg.duration * 10, // bounded by count
 		maxOps:   int64(b.cfg.lists),
 		op: func(ctx context.Context, w *worker) error {
-			_, n, err := b.c.doHeader(ctx, "GET", url, hdrProtobuf, nil, &w.sink)
+			_, n, err := wi.c.doHeader(ctx, "GET", url, hdrProtobuf, nil, &w.sink)
 			w.bytes = n
 			return err
 		},
