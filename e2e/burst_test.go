@@ -33,10 +33,9 @@ const (
 	// its headers: a client without an answer by then is a failure.
 	burstDeadline = 30 * time.Second
 	// burstRSSCeiling is the peak RSS the daemon may reach: the default
-	// --memory-limit (128 MiB) plus the documented margin (32 MiB: the
-	// binary's pages and what SQLite and the kernel keep outside the
-	// budget).
-	burstRSSCeiling = (128 + 32) << 20
+	// --memory-limit (128 MiB), which counts the binary's pages and
+	// SQLite's caches as well as the Go heap (daemon/budget.go).
+	burstRSSCeiling = 128 << 20
 )
 
 // burstOutcome is what one client got.
