@@ -40,15 +40,19 @@ const (
 	maxSQLiteCache = 2000 << 10
 	// minSQLiteCache keeps a small budget's caches useful: 64 pages.
 	minSQLiteCache = 256 << 10
-	// maxSQLiteMmap is the most of the database file the read connections
-	// map (mmap_size): a 10k-object list reads as fast with it as with
+	// readConns is the number of read connections, each with its own map
+	// of the database file.
+	readConns = store.DefaultReadConns
+	// maxSQLiteMmap is the most of the database file a read connection
+	// maps (mmap_size): a 10k-object list reads as fast with it as with
 	// 256 MiB.
 	maxSQLiteMmap = 32 << 20
 	// minMmapBudget is the smallest budget that maps the database at all.
-	// Mapped pages count toward the RSS once read; below it the read
-	// connections read through their page caches, which costs a LIST of
-	// 10,000 objects about 10% more CPU and keeps 32 MiB of file pages
-	// out of a 128 MiB RSS (README, Memory).
+	// Mapped pages count toward the RSS once read, once per connection
+	// that maps them (a LIST of 10,000 from a checkpointed file left
+	// 38-42 MiB of the four 32 MiB maps resident); below it the read
+	// connections read through their page caches, which costs that LIST
+	// about 12% more daemon CPU (README, Memory).
 	minMmapBudget = 256 << 20
 	// DefaultBinaryBytes is what budgetFor counts for the binary's own
 	// resident pages when they cannot be measured (not Linux, or
@@ -76,7 +80,7 @@ type memoryBudget struct {
 	// GoLimit is the Go runtime's soft memory limit (0: none).
 	GoLimit int64
 	// SQLiteCacheBytes is each SQLite connection's page cache
-	// (cache_size), SQLiteMmapBytes the read connections' mmap_size
+	// (cache_size), SQLiteMmapBytes each read connection's mmap_size
 	// (negative: none, as store.Config reads it).
 	SQLiteCacheBytes int
 	SQLiteMmapBytes  int
@@ -105,8 +109,8 @@ type memoryBudget struct {
 // The formulas, with B the limit and P the binary's pages:
 //
 //	SQLite page cache  B/64 per connection, 256 KiB to 2000 KiB (6 connections)
-//	SQLite mmap        none below 256 MiB, then B/8, at most 32 MiB
-//	Go soft limit      G = B − P − 6 × page cache − mmap, at least B/2
+//	SQLite mmap        none below 256 MiB, then B/32 per read connection, at most 32 MiB (4 connections)
+//	Go soft limit      G = B − P − 6 × page cache − 4 × mmap, at least B/2
 //	heap base          H = min(B, 3G/2), of which the caches take shares:
 //	watch cache        H/4 bytes; 10,000 events per 128 MiB of H (1,000 to 100,000)
 //	object cache       H/32
@@ -130,9 +134,9 @@ func budgetFor(limit, binary int64) memoryBudget {
 	sqliteCache := clamp(b/64, minSQLiteCache, maxSQLiteCache)
 	var sqliteMmap int64
 	if b >= minMmapBudget {
-		sqliteMmap = min(b/8, maxSQLiteMmap)
+		sqliteMmap = min(b/8/readConns, maxSQLiteMmap)
 	}
-	g := max(b-binary-sqliteConns*sqliteCache-sqliteMmap, b/2)
+	g := max(b-binary-sqliteConns*sqliteCache-readConns*sqliteMmap, b/2)
 	h := min(b, g*3/2)
 	var goLimit int64
 	if limit > 0 {

@@ -56,12 +56,12 @@ func TestBudgetFor(t *testing.T) {
 			},
 		},
 		{
-			name:  "256Mi: the read connections map B/8",
+			name:  "256Mi: the four read connections map B/32 each",
 			limit: 256 * Mi, binary: 30 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      30 * Mi,
-				GoLimit:          256*Mi - 30*Mi - 6*2000*Ki - 32*Mi,
-				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
+				GoLimit:          256*Mi - 30*Mi - 6*2000*Ki - 4*8*Mi,
+				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 8 * Mi,
 				WatchCacheEvents: 20000, WatchCacheBytes: 64 * Mi,
 				ObjectCacheBytes: 8 * Mi, ServedCacheBytes: 32 * Mi, ListBufferBytes: 8 * Mi,
 				MaxWatches: 2048, MaxWatchesPerUser: 1024,
@@ -72,7 +72,7 @@ func TestBudgetFor(t *testing.T) {
 			limit: 1024 * Mi, binary: 30 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      30 * Mi,
-				GoLimit:          1024*Mi - 30*Mi - 6*2000*Ki - 32*Mi,
+				GoLimit:          1024*Mi - 30*Mi - 6*2000*Ki - 4*32*Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 80000, WatchCacheBytes: 256 * Mi,
 				ObjectCacheBytes: 32 * Mi, ServedCacheBytes: 128 * Mi, ListBufferBytes: 32 * Mi,
@@ -84,7 +84,7 @@ func TestBudgetFor(t *testing.T) {
 			limit: 64 << 30, binary: 30 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      30 * Mi,
-				GoLimit:          64<<30 - 30*Mi - 6*2000*Ki - 32*Mi,
+				GoLimit:          64<<30 - 30*Mi - 6*2000*Ki - 4*32*Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 100000, WatchCacheBytes: 1<<31 - 1,
 				ObjectCacheBytes: 1<<31 - 1, ServedCacheBytes: 1<<31 - 1, ListBufferBytes: 1<<31 - 1,
@@ -104,7 +104,8 @@ func TestBudgetFor(t *testing.T) {
 
 // TestBudgetFor_Sums checks, for every limit from 32 MiB to 4 GiB and
 // binaries of 10 to 50 MiB, that the binary's pages, what the budget gives
-// SQLite and the Go limit add up to the limit (or, where that would leave
+// SQLite (page caches, and a map per read connection) and the Go limit
+// add up to the limit (or, where that would leave
 // Go less than half the limit, that Go gets half), and that the caches
 // inside the Go heap leave at least a third of the Go limit to requests
 // and the runtime.
@@ -112,7 +113,7 @@ func TestBudgetFor_Sums(t *testing.T) {
 	for _, binary := range []int64{10 << 20, 30 << 20, 50 << 20} {
 		for limit := int64(minMemoryLimit); limit <= 4<<30; limit += 8 << 20 {
 			b := budgetFor(limit, binary)
-			sqlite := int64(sqliteConns*b.SQLiteCacheBytes + max(b.SQLiteMmapBytes, 0))
+			sqlite := int64(sqliteConns*b.SQLiteCacheBytes + readConns*max(b.SQLiteMmapBytes, 0))
 			if got := b.BinaryBytes + sqlite + b.GoLimit; got != limit && b.GoLimit != limit/2 {
 				t.Fatalf("limit %d: binary %d + SQLite %d + Go %d = %d, want the limit (or a Go limit of half)", limit, b.BinaryBytes, sqlite, b.GoLimit, got)
 			}
