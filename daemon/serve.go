@@ -681,9 +681,10 @@ func kubernetesService(opts registry.BuiltinOptions, listen net.Addr) (*corev1.S
 }
 
 // laterBinaryBytes is what serving adds to the binary's resident pages
-// after measureBinaryPages reads them: the amd64 binary had 21.8 MiB
-// resident there, 26.9 MiB once ready and about 30 MiB after the bench's
-// workloads.
+// after measureBinaryPages reads them: the amd64 binary had 21.6-24.6 MiB
+// resident there (it varies with how much of the file the kernel maps
+// around each page fault), 26.9 MiB once ready and 28.5-31 MiB after the
+// bench's workloads.
 const laterBinaryBytes = 8 << 20
 
 // measureBinaryPages returns the binary's resident pages for the memory
