@@ -71,7 +71,8 @@ type config struct {
 	// readyTimeout bounds each wait for a started daemon's /readyz.
 	readyTimeout time.Duration
 	// memoryLimitMiB and rssMarginMiB make the peak-RSS check of each
-	// workload: peak ≤ limit + margin (see rsspeak.go).
+	// workload: peak ≤ limit + margin, the margin 0 by default (see
+	// rsspeak.go).
 	memoryLimitMiB float64
 	rssMarginMiB   float64
 
