@@ -41,13 +41,13 @@ type rssPeak struct {
 	pid   int
 	reset bool // the VmHWM reset worked: VmHWM is the workload's own peak
 
-	mu   sync.Mutex // guards max and atMax
-	max  int64
+	mu  sync.Mutex // guards max and atMax
+	max int64
 	// atMax is the sample with the highest VmRSS: its RssAnon and RssFile
 	// show what the peak was made of.
 	atMax procMem
-	stop chan struct{}
-	done chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // startRSSPeak starts following pid; call end for the peak.
