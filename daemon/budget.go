@@ -8,9 +8,12 @@ import (
 
 // The memory budget of --memory-limit. One figure sizes everything in the
 // daemon that grows with load, so that an operator who gives edgeapi
-// 128 MiB of a 512 MB device gets a daemon whose RSS stays near 128 MiB
-// plus the binary's pages, whatever the clients do:
+// 128 MiB of a 512 MB device gets a daemon whose RSS stays within
+// 128 MiB, whatever the clients do. The RSS counts:
 //
+//   - the binary's own pages that the process has touched (clean file
+//     pages: the Go runtime's soft limit does not count them), measured at
+//     start (binaryResidentBytes);
 //   - SQLite's page caches and memory maps, which are outside the Go heap
 //     (modernc's libc allocates with mmap) and so outside Go's soft limit;
 //   - Go's soft memory limit, which is what is left: near it the collector
@@ -19,9 +22,9 @@ import (
 //     served-JSON cache, list buffers) as fixed shares of it;
 //   - the watch bounds, at a conservative cost per watch.
 //
-// budgetFor is a pure function of the limit; its table test shows the
-// sizes at the usual limits. Flags that set a size themselves
-// (--max-watches, --max-watches-per-user) win over the budget.
+// budgetFor is a pure function of the limit and the binary's pages; its
+// table test shows the sizes at the usual limits. Flags that set a size
+// themselves (--max-watches, --max-watches-per-user) win over the budget.
 
 // Shares of the budget and their bounds.
 const (
@@ -37,9 +40,25 @@ const (
 	maxSQLiteCache = 2000 << 10
 	// minSQLiteCache keeps a small budget's caches useful: 64 pages.
 	minSQLiteCache = 256 << 10
-	// maxSQLiteMmap is the read connections' mmap_size before budgets: a
-	// 10k-object list reads as fast with it as with 256 MiB.
+	// readConns is the number of read connections, each with its own map
+	// of the database file.
+	readConns = store.DefaultReadConns
+	// maxSQLiteMmap is the most of the database file a read connection
+	// maps (mmap_size): a 10k-object list reads as fast with it as with
+	// 256 MiB.
 	maxSQLiteMmap = 32 << 20
+	// minMmapBudget is the smallest budget that maps the database at all.
+	// Mapped pages count toward the RSS once read, once per connection
+	// that maps them (a LIST of 10,000 from a checkpointed file left
+	// 38-42 MiB of the four 32 MiB maps resident); below it the read
+	// connections read through their page caches, which costs that LIST
+	// about 12% more daemon CPU (README, Memory).
+	minMmapBudget = 256 << 20
+	// DefaultBinaryBytes is what budgetFor counts for the binary's own
+	// resident pages when they cannot be measured (not Linux, or
+	// /proc/self/smaps unreadable): the amd64 binary had 27 MiB of its
+	// pages resident once ready, about 30 MiB after the bench's workloads.
+	DefaultBinaryBytes = 30 << 20
 	// watchBytesPerWatch is what --max-watches allows per watch: an idle
 	// watch costs 5-6 KiB over plain HTTP/1.1, about 29 KiB over HTTP/2
 	// and 69-75 KiB over HTTP/1.1 with TLS (README, Benchmarks), plus a
@@ -55,10 +74,14 @@ const (
 // memoryBudget is what a --memory-limit sizes. Zero fields mean the
 // component's own default.
 type memoryBudget struct {
+	// BinaryBytes is what the budget counts for the binary's resident
+	// pages (an input: measured, or DefaultBinaryBytes).
+	BinaryBytes int64
 	// GoLimit is the Go runtime's soft memory limit (0: none).
 	GoLimit int64
 	// SQLiteCacheBytes is each SQLite connection's page cache
-	// (cache_size), SQLiteMmapBytes the read connections' mmap_size.
+	// (cache_size), SQLiteMmapBytes each read connection's mmap_size
+	// (negative: none, as store.Config reads it).
 	SQLiteCacheBytes int
 	SQLiteMmapBytes  int
 	// WatchCacheEvents and WatchCacheBytes bound the watch cache ring.
@@ -78,41 +101,62 @@ type memoryBudget struct {
 	MaxWatchesPerUser int
 }
 
-// budgetFor sizes the daemon for a memory limit of limit bytes. With
-// limit 0 (no limit) the caches are sized as for DefaultMemoryLimit and
-// the Go runtime gets no soft limit.
+// budgetFor sizes the daemon for a memory limit of limit bytes, of which
+// the binary's resident pages take binary bytes (0 or less:
+// DefaultBinaryBytes). With limit 0 (no limit) the caches are sized as
+// for DefaultMemoryLimit and the Go runtime gets no soft limit.
 //
-// The formulas, with B the limit:
+// The formulas, with B the limit and P the binary's pages:
 //
 //	SQLite page cache  B/64 per connection, 256 KiB to 2000 KiB (6 connections)
-//	SQLite mmap        B/4, at most 32 MiB
-//	Go soft limit      B − 6 × page cache − mmap
-//	watch cache        B/4 bytes; 10,000 events per 128 MiB (1,000 to 100,000)
-//	object cache       B/32
-//	served-JSON cache  B/8
-//	LIST buffer        B/32
+//	SQLite mmap        none below 256 MiB, then B/32 per read connection, at most 32 MiB (4 connections)
+//	Go soft limit      G = B − P − 6 × page cache − 4 × mmap, at least B/2
+//	heap base          H = min(B, 3G/2), of which the caches take shares:
+//	watch cache        H/4 bytes; 10,000 events per 128 MiB of H (1,000 to 100,000)
+//	object cache       H/32
+//	served-JSON cache  H/8
+//	LIST buffer        H/32
 //	max watches        B/128 KiB, per user half of that
-func budgetFor(limit int64) memoryBudget {
+//
+// The caches' shares of H add up to 7/16 of it, so they never take more
+// than two thirds of the Go limit: the rest is for requests and the
+// runtime. At limits below about 72 MiB the floor of G (B/2) wins and the
+// RSS may pass the limit: the binary's pages and SQLite's caches leave too
+// little.
+func budgetFor(limit, binary int64) memoryBudget {
 	b := limit
 	if b <= 0 {
 		b = DefaultMemoryLimit
 	}
+	if binary <= 0 {
+		binary = DefaultBinaryBytes
+	}
 	sqliteCache := clamp(b/64, minSQLiteCache, maxSQLiteCache)
-	sqliteMmap := min(b/4, maxSQLiteMmap)
+	var sqliteMmap int64
+	if b >= minMmapBudget {
+		sqliteMmap = min(b/8/readConns, maxSQLiteMmap)
+	}
+	g := max(b-binary-sqliteConns*sqliteCache-readConns*sqliteMmap, b/2)
+	h := min(b, g*3/2)
 	var goLimit int64
 	if limit > 0 {
-		goLimit = b - sqliteConns*sqliteCache - sqliteMmap
+		goLimit = g
+	}
+	mmap := toInt(sqliteMmap)
+	if mmap == 0 {
+		mmap = -1 // store.Config: 0 is the store's default, negative none
 	}
 	maxWatches := b / watchBytesPerWatch
 	return memoryBudget{
+		BinaryBytes:       binary,
 		GoLimit:           goLimit,
 		SQLiteCacheBytes:  toInt(sqliteCache),
-		SQLiteMmapBytes:   toInt(sqliteMmap),
-		WatchCacheEvents:  toInt(clamp(store.DefaultWatchCacheEvents*b/(128<<20), minWatchCacheEvents, maxWatchCacheEvents)),
-		WatchCacheBytes:   toInt(b / 4),
-		ObjectCacheBytes:  toInt(b / 32),
-		ServedCacheBytes:  toInt(b / 8),
-		ListBufferBytes:   toInt(b / 32),
+		SQLiteMmapBytes:   mmap,
+		WatchCacheEvents:  toInt(clamp(store.DefaultWatchCacheEvents*h/(128<<20), minWatchCacheEvents, maxWatchCacheEvents)),
+		WatchCacheBytes:   toInt(h / 4),
+		ObjectCacheBytes:  toInt(h / 32),
+		ServedCacheBytes:  toInt(h / 8),
+		ListBufferBytes:   toInt(h / 32),
 		MaxWatches:        toInt(maxWatches),
 		MaxWatchesPerUser: toInt(maxWatches / 2),
 	}

@@ -8,49 +8,71 @@ import (
 
 func TestBudgetFor(t *testing.T) {
 	const Ki, Mi = 1 << 10, 1 << 20
+	// At 128Mi with 30 MiB of binary pages the Go limit is 86.3 MiB, and
+	// the caches keep their shares of the whole limit.
+	default128 := memoryBudget{
+		BinaryBytes:      30 * Mi,
+		GoLimit:          128*Mi - 30*Mi - 6*2000*Ki,
+		SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
+		WatchCacheEvents: 10000, WatchCacheBytes: 32 * Mi,
+		ObjectCacheBytes: 4 * Mi, ServedCacheBytes: 16 * Mi, ListBufferBytes: 4 * Mi,
+		MaxWatches: 1024, MaxWatchesPerUser: 512,
+	}
+	noGoLimit := default128
+	noGoLimit.GoLimit = 0
 	tests := []struct {
-		name  string
-		limit int64
-		want  memoryBudget
+		name          string
+		limit, binary int64
+		want          memoryBudget
 	}{
+		{name: "default 128Mi, 30Mi of binary pages: no mmap", limit: 128 * Mi, binary: 30 * Mi, want: default128},
+		{name: "binary pages unknown: DefaultBinaryBytes", limit: 128 * Mi, binary: 0, want: default128},
+		{name: "no limit: caches as for 128Mi, no Go limit", limit: 0, binary: 30 * Mi, want: noGoLimit},
 		{
-			name:  "default 128Mi",
-			limit: 128 * Mi,
+			// G = 128Mi - 40Mi - 6 × 2000Ki = 79,986,688; H = 3G/2 =
+			// 119,980,032 (less than the limit), and the caches are its
+			// shares.
+			name:  "128Mi, 40Mi of binary pages: the caches shrink with the Go limit",
+			limit: 128 * Mi, binary: 40 * Mi,
 			want: memoryBudget{
-				GoLimit:          128*Mi - 6*2000*Ki - 32*Mi,
-				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
-				WatchCacheEvents: 10000, WatchCacheBytes: 32 * Mi,
-				ObjectCacheBytes: 4 * Mi, ServedCacheBytes: 16 * Mi, ListBufferBytes: 4 * Mi,
+				BinaryBytes:      40 * Mi,
+				GoLimit:          79_986_688,
+				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
+				WatchCacheEvents: 8939, WatchCacheBytes: 29_995_008,
+				ObjectCacheBytes: 3_749_376, ServedCacheBytes: 14_997_504, ListBufferBytes: 3_749_376,
 				MaxWatches: 1024, MaxWatchesPerUser: 512,
 			},
 		},
 		{
-			name:  "no limit: caches as for 128Mi, no Go limit",
-			limit: 0,
+			name:  "smallest 32Mi: the Go limit's floor, half the limit",
+			limit: 32 * Mi, binary: 30 * Mi,
 			want: memoryBudget{
-				GoLimit:          0,
-				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
-				WatchCacheEvents: 10000, WatchCacheBytes: 32 * Mi,
-				ObjectCacheBytes: 4 * Mi, ServedCacheBytes: 16 * Mi, ListBufferBytes: 4 * Mi,
-				MaxWatches: 1024, MaxWatchesPerUser: 512,
-			},
-		},
-		{
-			name:  "smallest 32Mi",
-			limit: 32 * Mi,
-			want: memoryBudget{
-				GoLimit:          32*Mi - 6*512*Ki - 8*Mi,
-				SQLiteCacheBytes: 512 * Ki, SQLiteMmapBytes: 8 * Mi,
-				WatchCacheEvents: 2500, WatchCacheBytes: 8 * Mi,
-				ObjectCacheBytes: 1 * Mi, ServedCacheBytes: 4 * Mi, ListBufferBytes: 1 * Mi,
+				BinaryBytes:      30 * Mi,
+				GoLimit:          16 * Mi,
+				SQLiteCacheBytes: 512 * Ki, SQLiteMmapBytes: -1,
+				WatchCacheEvents: 1875, WatchCacheBytes: 6 * Mi,
+				ObjectCacheBytes: 768 * Ki, ServedCacheBytes: 3 * Mi, ListBufferBytes: 768 * Ki,
 				MaxWatches: 256, MaxWatchesPerUser: 128,
 			},
 		},
 		{
-			name:  "1Gi: SQLite at its defaults",
-			limit: 1024 * Mi,
+			name:  "256Mi: the four read connections map B/32 each",
+			limit: 256 * Mi, binary: 30 * Mi,
 			want: memoryBudget{
-				GoLimit:          1024*Mi - 6*2000*Ki - 32*Mi,
+				BinaryBytes:      30 * Mi,
+				GoLimit:          256*Mi - 30*Mi - 6*2000*Ki - 4*8*Mi,
+				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 8 * Mi,
+				WatchCacheEvents: 20000, WatchCacheBytes: 64 * Mi,
+				ObjectCacheBytes: 8 * Mi, ServedCacheBytes: 32 * Mi, ListBufferBytes: 8 * Mi,
+				MaxWatches: 2048, MaxWatchesPerUser: 1024,
+			},
+		},
+		{
+			name:  "1Gi: SQLite at its defaults, the map at its most",
+			limit: 1024 * Mi, binary: 30 * Mi,
+			want: memoryBudget{
+				BinaryBytes:      30 * Mi,
+				GoLimit:          1024*Mi - 30*Mi - 6*2000*Ki - 4*32*Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 80000, WatchCacheBytes: 256 * Mi,
 				ObjectCacheBytes: 32 * Mi, ServedCacheBytes: 128 * Mi, ListBufferBytes: 32 * Mi,
@@ -59,9 +81,10 @@ func TestBudgetFor(t *testing.T) {
 		},
 		{
 			name:  "64Gi: ring events and int sizes capped",
-			limit: 64 << 30,
+			limit: 64 << 30, binary: 30 * Mi,
 			want: memoryBudget{
-				GoLimit:          64<<30 - 6*2000*Ki - 32*Mi,
+				BinaryBytes:      30 * Mi,
+				GoLimit:          64<<30 - 30*Mi - 6*2000*Ki - 4*32*Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 100000, WatchCacheBytes: 1<<31 - 1,
 				ObjectCacheBytes: 1<<31 - 1, ServedCacheBytes: 1<<31 - 1, ListBufferBytes: 1<<31 - 1,
@@ -71,28 +94,36 @@ func TestBudgetFor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := budgetFor(tt.limit)
+			got := budgetFor(tt.limit, tt.binary)
 			if got != tt.want {
-				t.Errorf("budgetFor(%d) =\n%+v\nwant\n%+v", tt.limit, got, tt.want)
+				t.Errorf("budgetFor(%d, %d) =\n%+v\nwant\n%+v", tt.limit, tt.binary, got, tt.want)
 			}
 		})
 	}
 }
 
-// TestBudgetFor_Sums checks, for every limit from 32 MiB to 4 GiB, that
-// what the budget gives SQLite and Go adds up to the limit, and that the
-// caches inside the Go heap leave at least a third of the Go limit to
-// requests and the runtime.
+// TestBudgetFor_Sums checks, for every limit from 32 MiB to 4 GiB and
+// binaries of 10 to 50 MiB, that the binary's pages, what the budget gives
+// SQLite (page caches, and a map per read connection) and the Go limit
+// add up to the limit (or, where that would leave
+// Go less than half the limit, that Go gets half), and that the caches
+// inside the Go heap leave at least a third of the Go limit to requests
+// and the runtime.
 func TestBudgetFor_Sums(t *testing.T) {
-	for limit := int64(minMemoryLimit); limit <= 4<<30; limit += 8 << 20 {
-		b := budgetFor(limit)
-		sqlite := int64(sqliteConns*b.SQLiteCacheBytes + b.SQLiteMmapBytes)
-		if got := b.GoLimit + sqlite; got != limit {
-			t.Fatalf("limit %d: Go %d + SQLite %d = %d, want the limit", limit, b.GoLimit, sqlite, got)
-		}
-		caches := int64(b.WatchCacheBytes + b.ObjectCacheBytes + b.ServedCacheBytes + b.ListBufferBytes)
-		if caches > b.GoLimit*2/3 {
-			t.Fatalf("limit %d: caches %d of Go limit %d: more than two thirds", limit, caches, b.GoLimit)
+	for _, binary := range []int64{10 << 20, 30 << 20, 50 << 20} {
+		for limit := int64(minMemoryLimit); limit <= 4<<30; limit += 8 << 20 {
+			b := budgetFor(limit, binary)
+			sqlite := int64(sqliteConns*b.SQLiteCacheBytes + readConns*max(b.SQLiteMmapBytes, 0))
+			if got := b.BinaryBytes + sqlite + b.GoLimit; got != limit && b.GoLimit != limit/2 {
+				t.Fatalf("limit %d: binary %d + SQLite %d + Go %d = %d, want the limit (or a Go limit of half)", limit, b.BinaryBytes, sqlite, b.GoLimit, got)
+			}
+			if b.GoLimit < limit/2 {
+				t.Fatalf("limit %d, binary %d: Go limit %d, less than half the limit", limit, binary, b.GoLimit)
+			}
+			caches := int64(b.WatchCacheBytes + b.ObjectCacheBytes + b.ServedCacheBytes + b.ListBufferBytes)
+			if caches > b.GoLimit*2/3 {
+				t.Fatalf("limit %d, binary %d: caches %d of Go limit %d: more than two thirds", limit, binary, caches, b.GoLimit)
+			}
 		}
 	}
 }
@@ -103,7 +134,7 @@ func TestServeConfig_MemoryBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.MemoryLimit != 128<<20 || got.budget != budgetFor(128<<20) {
+		if got.MemoryLimit != 128<<20 || got.budget != budgetFor(128<<20, 0) {
 			t.Errorf("memory limit %d, budget %+v; want 128Mi and its budget", got.MemoryLimit, got.budget)
 		}
 		if got.MaxWatches != 1024 || got.MaxWatchesPerUser != 512 {

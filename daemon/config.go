@@ -77,8 +77,8 @@ const (
 	// DefaultMemoryLimit is the memory budget of --memory-limit: it sets
 	// the Go runtime's soft memory limit and sizes SQLite's caches, the
 	// watch cache, the object cache and the watch bounds (see budget.go).
-	// The RSS adds the binary's pages and what the budget does not
-	// govern: the README documents the margin.
+	// It counts the binary's resident pages and SQLite's caches too, so
+	// that the RSS stays within it (README, Memory).
 	DefaultMemoryLimit = 128 << 20
 	// DefaultShutdownTimeout bounds the graceful part of shutdown (in-flight
 	// requests); after it, connections are closed. The systemd unit's
@@ -158,9 +158,11 @@ type serveConfig struct {
 	// Go limit, caches as for DefaultMemoryLimit). The GOMEMLIMIT
 	// environment variable, when set, wins for the Go limit.
 	MemoryLimit byteSize `json:"memory-limit"`
-	// budget is budgetFor(MemoryLimit), set by parseServeConfig. Its
-	// watch bounds are already in MaxWatches and MaxWatchesPerUser unless
-	// a flag or the file set those.
+	// budget is budgetFor(MemoryLimit, 0), set by parseServeConfig; serve
+	// sizes it again with the binary's measured pages before it opens the
+	// store. Its watch bounds (which do not depend on those pages) are
+	// already in MaxWatches and MaxWatchesPerUser unless a flag or the
+	// file set those.
 	budget memoryBudget
 	// UnsafeTestingSynchronousOff runs SQLite with synchronous=OFF, which
 	// loses acknowledged writes on power loss. For the power-cut test
@@ -297,8 +299,8 @@ func defaultServeConfig() serveConfig {
 		ResponseCompression:         DefaultResponseCompression,
 		MaxRequestsInflight:         DefaultMaxRequestsInflight,
 		MaxMutatingRequestsInflight: DefaultMaxMutatingRequestsInflight,
-		MaxWatches:                  budgetFor(DefaultMemoryLimit).MaxWatches,
-		MaxWatchesPerUser:           budgetFor(DefaultMemoryLimit).MaxWatchesPerUser,
+		MaxWatches:                  budgetFor(DefaultMemoryLimit, 0).MaxWatches,
+		MaxWatchesPerUser:           budgetFor(DefaultMemoryLimit, 0).MaxWatchesPerUser,
 		DiskReserve:                 byteSize(DefaultDiskReserve),
 		QuotaBackendBytes:           byteSize(DefaultQuotaBackendBytes),
 		CompactionMaxRows:           DefaultCompactionMaxRows,
@@ -407,7 +409,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 // applyBudget sizes what --memory-limit sizes, leaving the settings in
 // explicit as they were given.
 func (c *serveConfig) applyBudget(explicit map[string]bool) {
-	c.budget = budgetFor(int64(c.MemoryLimit))
+	c.budget = budgetFor(int64(c.MemoryLimit), 0)
 	if !explicit["max-watches"] {
 		c.MaxWatches = c.budget.MaxWatches
 	}

@@ -201,7 +201,7 @@ max-request-body: 1Mi
 			}
 			want := defaults
 			tt.want(&want)
-			want.budget = budgetFor(int64(want.MemoryLimit))
+			want.budget = budgetFor(int64(want.MemoryLimit), 0)
 			// Which lists a flag set is no part of the configuration.
 			for _, l := range []*configList{&got.ServiceAccountIssuer, &got.ServiceAccountKeyFile, &got.APIAudiences} {
 				l.fromFlag = false

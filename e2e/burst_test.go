@@ -33,10 +33,14 @@ const (
 	// its headers: a client without an answer by then is a failure.
 	burstDeadline = 30 * time.Second
 	// burstRSSCeiling is the peak RSS the daemon may reach: the default
-	// --memory-limit (128 MiB) plus the documented margin (32 MiB: the
-	// binary's pages and what SQLite and the kernel keep outside the
-	// budget).
-	burstRSSCeiling = (128 + 32) << 20
+	// --memory-limit (128 MiB), which counts the binary's pages and
+	// SQLite's caches as well as the Go heap (daemon/budget.go), plus
+	// 16 MiB. The burst peaked at 123-127 MiB in ten runs on the
+	// development machine; the benchmarks (scripts/bench rss-peak-*)
+	// are where the limit itself is measured, and this test guards
+	// against a regression without failing on a loaded CI machine's
+	// noise.
+	burstRSSCeiling = (128 + 16) << 20
 )
 
 // burstOutcome is what one client got.

@@ -73,7 +73,8 @@ type config struct {
 	// readyTimeout bounds each wait for a started daemon's /readyz.
 	readyTimeout time.Duration
 	// memoryLimitMiB and rssMarginMiB make the peak-RSS check of each
-	// workload: peak ≤ limit + margin (see rsspeak.go).
+	// workload: peak ≤ limit + margin, the margin 0 by default (see
+	// rsspeak.go).
 	memoryLimitMiB float64
 	rssMarginMiB   float64
 
@@ -203,7 +204,7 @@ func parseFlags(args []string) (config, error) {
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", DefaultReadyTimeout, "how long a started daemon gets to answer /readyz 200")
 	daemonArgs := fs.String("daemon-args", "", "extra space-separated serve arguments for the main daemon this tool starts (not the big or compaction ones) (e.g. \"--debug-pprof 127.0.0.1:6060\")")
 	fs.Float64Var(&cfg.memoryLimitMiB, "memory-limit-mib", DefaultMemoryLimitMiB, "the daemon's --memory-limit in MiB, for the peak-RSS check of each workload (taken from --daemon-args when it has --memory-limit; 0: no check)")
-	fs.Float64Var(&cfg.rssMarginMiB, "rss-margin-mib", DefaultRSSMarginMiB, "MiB of RSS the daemon may use beyond --memory-limit (binary pages, SQLite's own allocations; see README)")
+	fs.Float64Var(&cfg.rssMarginMiB, "rss-margin-mib", DefaultRSSMarginMiB, "MiB of RSS the daemon may use beyond --memory-limit in the peak-RSS check (0: the budget counts the binary's pages and SQLite's caches, so the limit itself; see README)")
 	fs.BoolVar(&cfg.keepData, "keep-data", false, "keep the temporary data dirs and daemon logs")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "duration of each timed workload")
 	fs.Int64Var(&cfg.maxOps, "max-ops", 5_000_000, "upper bound on operations per timed workload")

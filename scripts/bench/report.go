@@ -26,8 +26,8 @@ type Report struct {
 	Results []Result       `json:"results"`
 	// Failures lists workloads that did not complete, with their error.
 	Failures []string `json:"failures,omitempty"`
-	// RSSOver lists workloads whose peak RSS passed --memory-limit plus
-	// the margin (see rsspeak.go); reported, not a failure.
+	// RSSOver lists workloads whose peak RSS passed --memory-limit (plus
+	// --rss-margin-mib; see rsspeak.go); reported, not a failure.
 	RSSOver []string `json:"rss_over,omitempty"`
 	// ServerStats is the daemon's last reported statistics.
 	ServerStats *serverStats `json:"server_stats,omitempty"`
@@ -203,7 +203,7 @@ func printReport(out io.Writer, r *Report) {
 		}
 	}
 	if len(r.RSSOver) > 0 {
-		fmt.Fprintf(out, "\nRSS OVER LIMIT+MARGIN: %s\n", strings.Join(r.RSSOver, "\nRSS OVER LIMIT+MARGIN: "))
+		fmt.Fprintf(out, "\nRSS OVER LIMIT: %s\n", strings.Join(r.RSSOver, "\nRSS OVER LIMIT: "))
 	}
 	if len(r.Failures) > 0 {
 		fmt.Fprintf(out, "\nFAILED: %s\n", strings.Join(r.Failures, "\nFAILED: "))

@@ -13,19 +13,21 @@ import (
 )
 
 // Peak RSS per workload. The daemon's --memory-limit is a budget for its
-// RSS: the Go soft limit and the caches are sized from it (daemon/budget.go),
-// and the README documents the margin the process may use beyond it (the
-// binary's pages and what SQLite allocates outside the Go heap). Every
-// workload run against the daemon this tool watches reports its peak RSS
-// and whether it stayed within limit + margin. Workloads that start their
+// RSS: the binary's pages, SQLite's caches, the Go soft limit and the
+// caches inside it are sized from it (daemon/budget.go). Every workload run
+// against the daemon this tool watches reports its peak RSS, its anonymous
+// and file parts at the sampled peak, and whether it stayed within the
+// limit (plus --rss-margin-mib, 0 by default). Workloads that start their
 // own daemons (big, compaction) report their own RSS instead.
 
 // Defaults of the peak-RSS check.
 const (
 	// DefaultMemoryLimitMiB is the daemon's default --memory-limit.
 	DefaultMemoryLimitMiB = 128
-	// DefaultRSSMarginMiB is the documented margin over --memory-limit.
-	DefaultRSSMarginMiB = 32
+	// DefaultRSSMarginMiB is the margin allowed over --memory-limit: none
+	// since issue 13 (issue 12's budget allowed 32 MiB for the binary's
+	// pages, which the budget now counts).
+	DefaultRSSMarginMiB = 0
 	// rssSampleInterval is how often the sampler reads VmRSS, for kernels
 	// where VmHWM cannot be reset.
 	rssSampleInterval = 20 * time.Millisecond
@@ -39,10 +41,13 @@ type rssPeak struct {
 	pid   int
 	reset bool // the VmHWM reset worked: VmHWM is the workload's own peak
 
-	mu   sync.Mutex // guards max
-	max  int64
-	stop chan struct{}
-	done chan struct{}
+	mu  sync.Mutex // guards max and atMax
+	max int64
+	// atMax is the sample with the highest VmRSS: its RssAnon and RssFile
+	// show what the peak was made of.
+	atMax procMem
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 // startRSSPeak starts following pid; call end for the peak.
@@ -59,9 +64,11 @@ func (p *rssPeak) sample() {
 	t := time.NewTicker(rssSampleInterval)
 	defer t.Stop()
 	for {
-		if v, err := rssBytes(p.pid); err == nil {
+		if m, err := readProcMem(p.pid); err == nil {
 			p.mu.Lock()
-			p.max = max(p.max, v)
+			if m.RSS > p.max {
+				p.max, p.atMax = m.RSS, m
+			}
 			p.mu.Unlock()
 		}
 		select {
@@ -77,13 +84,62 @@ func (p *rssPeak) sample() {
 func (p *rssPeak) end() int64 {
 	close(p.stop)
 	<-p.done
+	p.mu.Lock()
 	peak := p.max
+	p.mu.Unlock()
 	if p.reset {
 		if hwm, err := procStatusKB(p.pid, "VmHWM:"); err == nil {
 			peak = max(peak, hwm)
 		}
 	}
 	return peak
+}
+
+// procMem is a process's resident memory, in bytes, as /proc/PID/status
+// gives it: VmRSS and its parts RssAnon (heap, stacks, SQLite's mmap'd
+// allocations), RssFile (the binary's pages, SQLite's map of the database)
+// and RssShmem.
+type procMem struct {
+	RSS, Anon, File, Shmem int64
+}
+
+// readProcMem reads pid's procMem.
+func readProcMem(pid int) (procMem, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return procMem{}, err
+	}
+	return parseProcMem(b)
+}
+
+// parseProcMem parses the VmRSS, RssAnon, RssFile and RssShmem lines
+// ("RssAnon:\t  95012 kB") of a /proc/PID/status file. VmRSS is required;
+// the parts are 0 on kernels without them (before Linux 4.5).
+func parseProcMem(status []byte) (procMem, error) {
+	var m procMem
+	seen := false
+	fields := map[string]*int64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File, "RssShmem:": &m.Shmem}
+	sc := bufio.NewScanner(bytes.NewReader(status))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		dst, ok := fields[f[0]]
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return procMem{}, fmt.Errorf("parse %s in status: %w", f[0], err)
+		}
+		*dst = kb << 10
+		seen = seen || f[0] == "VmRSS:"
+	}
+	if !seen {
+		return procMem{}, fmt.Errorf("no VmRSS in status")
+	}
+	return m, nil
 }
 
 // procStatusKB returns a "kB" field of /proc/<pid>/status in bytes.
@@ -110,13 +166,16 @@ func procStatusKB(pid int, field string) (int64, error) {
 }
 
 // rssCeilingMiB is the peak RSS a workload may reach: the daemon's memory
-// limit plus the margin, or 0 when the limit is off.
+// limit plus the margin (0 by default), or 0 when the limit is off.
 func (c *config) rssCeilingMiB() float64 {
 	if c.memoryLimitMiB <= 0 {
 		return 0
 	}
 	return c.memoryLimitMiB + c.rssMarginMiB
 }
+
+// toMiB converts bytes to MiB.
+func toMiB(v int64) float64 { return float64(v) / (1 << 20) }
 
 // memoryLimitFromArgs returns the --memory-limit in daemonArgs in MiB, and
 // whether there is one. It understands the daemon's quantities (Ki, Mi, Gi
@@ -187,6 +246,9 @@ func (b *bench) runWithRSSPeak(ctx context.Context, w workload) ([]Result, error
 			b.report.RSSOver = append(b.report.RSSOver, fmt.Sprintf("%s: peak RSS %.1f MiB > limit %.0f + margin %.0f MiB", w.name, mib, b.cfg.memoryLimitMiB, b.cfg.rssMarginMiB))
 		}
 		r.note("%s limit %.0f MiB + margin %.0f MiB", verdict, b.cfg.memoryLimitMiB, b.cfg.rssMarginMiB)
+	}
+	if m := p.atMax; m.RSS > 0 {
+		r.note("at the sampled peak %.1f MiB: anon %.1f MiB, file %.1f MiB, shmem %.1f MiB", toMiB(m.RSS), toMiB(m.Anon), toMiB(m.File), toMiB(m.Shmem))
 	}
 	if p.reset {
 		r.note("VmHWM reset at start, and VmRSS sampled every %s", rssSampleInterval)

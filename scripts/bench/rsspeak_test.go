@@ -69,4 +69,30 @@ func TestRSSPeak_End(t *testing.T) {
 		t.Errorf("peak %d MiB, want at least %d MiB (before %d MiB + 32 MiB touched)", got>>20, (before+30<<20)>>20, before>>20)
 	}
 	buf[0] = 2 // keep buf alive until the peak is read
+	if m := p.atMax; m.Anon > 0 && m.Anon+m.File+m.Shmem != m.RSS {
+		t.Errorf("at the sampled peak anon %d + file %d + shmem %d != VmRSS %d", m.Anon, m.File, m.Shmem, m.RSS)
+	}
+}
+
+func TestParseProcMem(t *testing.T) {
+	const status = "Name:\tedgeapi\nVmHWM:\t  160000 kB\nVmRSS:\t  157696 kB\nRssAnon:\t   97280 kB\nRssFile:\t   60416 kB\nRssShmem:\t       0 kB\nThreads:\t12\n"
+	tests := []struct {
+		name    string
+		status  string
+		want    procMem
+		wantErr bool
+	}{
+		{name: "Linux 4.5 and later", status: status, want: procMem{RSS: 157696 << 10, Anon: 97280 << 10, File: 60416 << 10}},
+		{name: "older kernel: VmRSS only", status: "Name:\tx\nVmRSS:\t 2048 kB\n", want: procMem{RSS: 2 << 20}},
+		{name: "no VmRSS (a kernel thread)", status: "Name:\tkthreadd\nThreads:\t1\n", wantErr: true},
+		{name: "a bad number", status: "VmRSS:\t lots kB\n", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseProcMem([]byte(tt.status))
+			if (err != nil) != tt.wantErr || got != tt.want {
+				t.Errorf("parseProcMem() = %+v, %v; want %+v, error %v", got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
 }
