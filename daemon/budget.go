@@ -59,6 +59,17 @@ const (
 	// /proc/self/smaps unreadable): the amd64 binary had 27 MiB of its
 	// pages resident once ready, about 30 MiB after the bench's workloads.
 	DefaultBinaryBytes = 30 << 20
+	// overheadShare: B/overheadShare of the budget is left for what the
+	// Go runtime holds beyond its soft limit (the heap overshoots it
+	// between collections; stacks, metadata) and SQLite beyond its page
+	// caches (schemas, statements, the allocator): without it one daemon
+	// serving issue 13's whole benchmark over TLS and HTTP/2 peaked at
+	// 133-138 MiB at 128Mi, anon 105-110 MiB against a Go limit of 86
+	// and page caches of 12.
+	overheadShare = 16
+	// maxOverheadBytes caps that share: what it stands for does not grow
+	// with the budget.
+	maxOverheadBytes = 16 << 20
 	// watchBytesPerWatch is what --max-watches allows per watch: an idle
 	// watch costs 5-6 KiB over plain HTTP/1.1, about 29 KiB over HTTP/2
 	// and 69-75 KiB over HTTP/1.1 with TLS (README, Benchmarks), plus a
@@ -110,7 +121,10 @@ type memoryBudget struct {
 //
 //	SQLite page cache  B/64 per connection, 256 KiB to 2000 KiB (6 connections)
 //	SQLite mmap        none below 256 MiB, then B/32 per read connection, at most 32 MiB (4 connections)
-//	Go soft limit      G = B − P − 6 × page cache − 4 × mmap, at least B/2
+//	runtime overhead   O = B/16, at most 16 MiB: what the Go runtime holds
+//	                   beyond its soft limit and SQLite beyond its page
+//	                   caches under load
+//	Go soft limit      G = B − P − O − 6 × page cache − 4 × mmap, at least B/2
 //	heap base          H = min(B, 3G/2), of which the caches take shares:
 //	watch cache        H/4 bytes; 10,000 events per 128 MiB of H (1,000 to 100,000)
 //	object cache       H/32
@@ -136,7 +150,7 @@ func budgetFor(limit, binary int64) memoryBudget {
 	if b >= minMmapBudget {
 		sqliteMmap = min(b/8/readConns, maxSQLiteMmap)
 	}
-	g := max(b-binary-sqliteConns*sqliteCache-readConns*sqliteMmap, b/2)
+	g := max(b-binary-overheadFor(b)-sqliteConns*sqliteCache-readConns*sqliteMmap, b/2)
 	h := min(b, g*3/2)
 	var goLimit int64
 	if limit > 0 {
@@ -161,6 +175,10 @@ func budgetFor(limit, binary int64) memoryBudget {
 		MaxWatchesPerUser: toInt(maxWatches / 2),
 	}
 }
+
+// overheadFor is the budget's share for the runtime's and SQLite's memory
+// beyond the Go limit and the page caches (see overheadShare).
+func overheadFor(b int64) int64 { return min(b/overheadShare, maxOverheadBytes) }
 
 func clamp(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
 

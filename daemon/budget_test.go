@@ -8,14 +8,15 @@ import (
 
 func TestBudgetFor(t *testing.T) {
 	const Ki, Mi = 1 << 10, 1 << 20
-	// At 128Mi with 30 MiB of binary pages the Go limit is 86.3 MiB, and
-	// the caches keep their shares of the whole limit.
+	// At 128Mi with 30 MiB of binary pages and 8 MiB for the runtime's
+	// overhead the Go limit is 78.3 MiB (82,083,840), H = 3G/2 =
+	// 123,125,760 is less than the limit, and the caches are its shares.
 	default128 := memoryBudget{
 		BinaryBytes:      30 * Mi,
-		GoLimit:          128*Mi - 30*Mi - 6*2000*Ki,
+		GoLimit:          128*Mi - 30*Mi - 8*Mi - 6*2000*Ki,
 		SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
-		WatchCacheEvents: 10000, WatchCacheBytes: 32 * Mi,
-		ObjectCacheBytes: 4 * Mi, ServedCacheBytes: 16 * Mi, ListBufferBytes: 4 * Mi,
+		WatchCacheEvents: 9173, WatchCacheBytes: 30_781_440,
+		ObjectCacheBytes: 3_847_680, ServedCacheBytes: 15_390_720, ListBufferBytes: 3_847_680,
 		MaxWatches: 1024, MaxWatchesPerUser: 512,
 	}
 	noGoLimit := default128
@@ -29,17 +30,17 @@ func TestBudgetFor(t *testing.T) {
 		{name: "binary pages unknown: DefaultBinaryBytes", limit: 128 * Mi, binary: 0, want: default128},
 		{name: "no limit: caches as for 128Mi, no Go limit", limit: 0, binary: 30 * Mi, want: noGoLimit},
 		{
-			// G = 128Mi - 40Mi - 6 × 2000Ki = 79,986,688; H = 3G/2 =
-			// 119,980,032 (less than the limit), and the caches are its
-			// shares.
+			// G = 128Mi - 40Mi - 8Mi - 6 × 2000Ki = 71,598,080; H =
+			// 3G/2 = 107,397,120 (less than the limit), and the caches
+			// are its shares.
 			name:  "128Mi, 40Mi of binary pages: the caches shrink with the Go limit",
 			limit: 128 * Mi, binary: 40 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      40 * Mi,
-				GoLimit:          79_986_688,
+				GoLimit:          71_598_080,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
-				WatchCacheEvents: 8939, WatchCacheBytes: 29_995_008,
-				ObjectCacheBytes: 3_749_376, ServedCacheBytes: 14_997_504, ListBufferBytes: 3_749_376,
+				WatchCacheEvents: 8001, WatchCacheBytes: 26_849_280,
+				ObjectCacheBytes: 3_356_160, ServedCacheBytes: 13_424_640, ListBufferBytes: 3_356_160,
 				MaxWatches: 1024, MaxWatchesPerUser: 512,
 			},
 		},
@@ -60,10 +61,10 @@ func TestBudgetFor(t *testing.T) {
 			limit: 256 * Mi, binary: 30 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      30 * Mi,
-				GoLimit:          256*Mi - 30*Mi - 6*2000*Ki - 4*8*Mi,
+				GoLimit:          256*Mi - 30*Mi - 16*Mi - 6*2000*Ki - 4*8*Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 8 * Mi,
-				WatchCacheEvents: 20000, WatchCacheBytes: 64 * Mi,
-				ObjectCacheBytes: 8 * Mi, ServedCacheBytes: 32 * Mi, ListBufferBytes: 8 * Mi,
+				WatchCacheEvents: 19486, WatchCacheBytes: 65_384_448,
+				ObjectCacheBytes: 8_173_056, ServedCacheBytes: 32_692_224, ListBufferBytes: 8_173_056,
 				MaxWatches: 2048, MaxWatchesPerUser: 1024,
 			},
 		},
@@ -72,7 +73,7 @@ func TestBudgetFor(t *testing.T) {
 			limit: 1024 * Mi, binary: 30 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      30 * Mi,
-				GoLimit:          1024*Mi - 30*Mi - 6*2000*Ki - 4*32*Mi,
+				GoLimit:          1024*Mi - 30*Mi - 16*Mi - 6*2000*Ki - 4*32*Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 80000, WatchCacheBytes: 256 * Mi,
 				ObjectCacheBytes: 32 * Mi, ServedCacheBytes: 128 * Mi, ListBufferBytes: 32 * Mi,
@@ -84,7 +85,7 @@ func TestBudgetFor(t *testing.T) {
 			limit: 64 << 30, binary: 30 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      30 * Mi,
-				GoLimit:          64<<30 - 30*Mi - 6*2000*Ki - 4*32*Mi,
+				GoLimit:          64<<30 - 30*Mi - 16*Mi - 6*2000*Ki - 4*32*Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 100000, WatchCacheBytes: 1<<31 - 1,
 				ObjectCacheBytes: 1<<31 - 1, ServedCacheBytes: 1<<31 - 1, ListBufferBytes: 1<<31 - 1,
@@ -114,8 +115,9 @@ func TestBudgetFor_Sums(t *testing.T) {
 		for limit := int64(minMemoryLimit); limit <= 4<<30; limit += 8 << 20 {
 			b := budgetFor(limit, binary)
 			sqlite := int64(sqliteConns*b.SQLiteCacheBytes + readConns*max(b.SQLiteMmapBytes, 0))
-			if got := b.BinaryBytes + sqlite + b.GoLimit; got != limit && b.GoLimit != limit/2 {
-				t.Fatalf("limit %d: binary %d + SQLite %d + Go %d = %d, want the limit (or a Go limit of half)", limit, b.BinaryBytes, sqlite, b.GoLimit, got)
+			overhead := overheadFor(limit)
+			if got := b.BinaryBytes + overhead + sqlite + b.GoLimit; got != limit && b.GoLimit != limit/2 {
+				t.Fatalf("limit %d: binary %d + overhead %d + SQLite %d + Go %d = %d, want the limit (or a Go limit of half)", limit, b.BinaryBytes, overhead, sqlite, b.GoLimit, got)
 			}
 			if b.GoLimit < limit/2 {
 				t.Fatalf("limit %d, binary %d: Go limit %d, less than half the limit", limit, binary, b.GoLimit)
