@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -354,4 +355,19 @@ func TestBench_ServerTarget(t *testing.T) {
 			t.Errorf("token %q with %d rolebindings, want the masters token and none", tt.rest.BearerToken, len(bindings))
 		}
 	})
+}
+
+func TestRefWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		in, want []string
+	}{
+		{[]string{"create", "list", "list-ref", "watch"}, []string{"create", "list", "watch"}},
+		{[]string{"list-ref"}, nil},
+		{[]string{"sqlite-ref", "get"}, []string{"sqlite-ref", "get"}},
+		{nil, nil},
+	} {
+		if got := refWorkloads(tc.in); !slices.Equal(got, tc.want) {
+			t.Errorf("refWorkloads(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
 }
