@@ -34,6 +34,9 @@ type bench struct {
 	report *Report
 	// listNS is the namespace the list workload filled, once it ran.
 	listNS string
+	// crListResource and crListNS are the storage resource and namespace
+	// of the custom resources the cr-list workload filled, once it ran.
+	crListResource, crListNS string
 	// bulkNS is the namespace of --bulk-objects objects, once created.
 	bulkNS *bulkNamespace
 	// tls is the daemon's HTTPS side, once a TLS workload loaded it.

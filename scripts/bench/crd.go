@@ -409,6 +409,7 @@ func runCRList(ctx context.Context, b *bench) ([]Result, error) {
 	for _, r := range out {
 		b.logResult(r)
 	}
+	b.crListResource, b.crListNS = "gadgets."+group, crNS
 	if b.d == nil {
 		b.logf("cr-list: --server: the cold lists (after a restart) are not measured")
 		return out, nil

@@ -38,12 +38,37 @@ func listRefDSN(path string) string {
 	return (&url.URL{Scheme: "file", Path: path, RawQuery: q.Encode()}).String()
 }
 
+// listRefTarget is one set of rows list-ref scans: a list workload's
+// objects, and the results of that workload it is compared with.
+type listRefTarget struct {
+	resource, namespace string
+	// suffix follows "list-ref-N" in the scan's name ("" for ConfigMaps).
+	suffix string
+	// lists are the names of the LIST results compared with the scan.
+	lists []string
+}
+
+// listRefTargets are the rows list-ref scans: the list workload's
+// ConfigMaps, and the cr-list workload's custom resources when it ran.
+func (b *bench) listRefTargets() []listRefTarget {
+	n := shortCount(b.cfg.listObjects)
+	var ts []listRefTarget
+	if b.listNS != "" {
+		ts = append(ts, listRefTarget{"configmaps", b.listNS, "", []string{"list-" + n, "list-" + n + "-protobuf"}})
+	}
+	if b.crListNS != "" {
+		ts = append(ts, listRefTarget{b.crListResource, b.crListNS, "-cr", []string{"cr-list-" + n}})
+	}
+	return ts
+}
+
 func runListRef(ctx context.Context, b *bench) ([]Result, error) {
 	if b.d == nil {
 		return nil, errors.New("list-ref reads the daemon's database: it needs a daemon started by the bench (not --server)")
 	}
-	if b.listNS == "" {
-		return nil, errors.New("list-ref scans the list workload's objects: run list before it (--workloads list,list-ref)")
+	targets := b.listRefTargets()
+	if len(targets) == 0 {
+		return nil, errors.New("list-ref scans the list (or cr-list) workload's objects: run list before it (--workloads list,list-ref)")
 	}
 	db, err := sql.Open("sqlite", listRefDSN(filepath.Join(b.d.dataDir, "edgeapi.db")))
 	if err != nil {
@@ -51,9 +76,22 @@ func runListRef(ctx context.Context, b *bench) ([]Result, error) {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
+	var out []Result
+	for _, t := range targets {
+		res, err := b.listRef(ctx, db, t)
+		out = append(out, res...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
 
+// listRef times the scan of one target's rows and reports the ratios of
+// its lists to it.
+func (b *bench) listRef(ctx context.Context, db *sql.DB, t listRefTarget) ([]Result, error) {
 	scan := func() (int, int64, error) {
-		rows, err := db.QueryContext(ctx, listRefQuery, "configmaps", b.listNS, "", int64(1)<<62, -1)
+		rows, err := db.QueryContext(ctx, listRefQuery, t.resource, t.namespace, "", int64(1)<<62, -1)
 		if err != nil {
 			return 0, 0, err
 		}
@@ -75,10 +113,11 @@ func runListRef(ctx context.Context, b *bench) ([]Result, error) {
 	// One untimed scan checks the count and warms the cache.
 	n, size, err := scan()
 	if err != nil {
-		return nil, fmt.Errorf("scan: %w", err)
+		return nil, fmt.Errorf("scan %s: %w", t.resource, err)
 	}
+	ref := "list-ref" + t.suffix
 	r, err := b.runLoop(ctx, loopSpec{
-		name:     fmt.Sprintf("list-ref-%s", shortCount(n)),
+		name:     fmt.Sprintf("%s-%s", ref, shortCount(n)),
 		clients:  1,
 		duration: b.cfg.duration * 10, // bounded by count
 		maxOps:   int64(b.cfg.lists),
@@ -90,25 +129,25 @@ func runListRef(ctx context.Context, b *bench) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.note("raw SQLite scan of the list workload's %d rows (%.2f MiB of values) from the daemon's database, read-only", n, float64(size)/(1<<20))
+	r.note("raw SQLite scan of %d %s rows (%.2f MiB of values) from the daemon's database, read-only", n, t.resource, float64(size)/(1<<20))
 	if n != b.cfg.listObjects {
 		r.note("WARNING: expected %d rows, got %d", b.cfg.listObjects, n)
 	}
 	b.logResult(r)
 	out := []Result{r}
-	for _, name := range []string{"list-" + shortCount(b.cfg.listObjects), "list-" + shortCount(b.cfg.listObjects) + "-protobuf"} {
+	for _, name := range t.lists {
 		l := findResult(b.report, name)
 		if l == nil || l.Latency == nil || r.Latency == nil || r.Latency.P50MS == 0 {
 			continue
 		}
 		x := l.Latency.P50MS / r.Latency.P50MS
-		ratio := Result{Workload: name + " vs list-ref", Value: x, Unit: "×", Target: "≤1.2×"}
-		ratio.note("%s vs list-ref: %.2f× (p50 %.1f ms over %.1f ms, in this run)", name, x, l.Latency.P50MS, r.Latency.P50MS)
+		ratio := Result{Workload: name + " vs " + ref, Value: x, Unit: "×", Target: "≤1.2×"}
+		ratio.note("%s vs %s: %.2f× (p50 %.1f ms over %.1f ms, in this run)", name, ref, x, l.Latency.P50MS, r.Latency.P50MS)
 		// CPU per operation is steadier than time on a busy machine: the
 		// daemon's for the list, this process's for the scan.
 		if l.ServerCPU > 0 && l.OpsPerSec > 0 && r.ClientCPU > 0 && r.OpsPerSec > 0 {
 			lc, rc := 1000*l.ServerCPU/l.OpsPerSec, 1000*r.ClientCPU/r.OpsPerSec
-			ratio.note("CPU per op: %s %.1f ms (server), list-ref %.1f ms: %.2f×", name, lc, rc, lc/rc)
+			ratio.note("CPU per op: %s %.1f ms (server), %s %.1f ms: %.2f×", name, lc, ref, rc, lc/rc)
 		}
 		b.logResult(ratio)
 		out = append(out, ratio)

@@ -15,7 +15,7 @@ import (
 // TestRunListRef_ScansTheListRows fills a store as the daemon's data dir
 // holds it and checks that list-ref scans exactly the list namespace's
 // rows, --lists times, and reports the ratios to the list results of the
-// same run.
+// same run; and, after cr-list, the custom resources' rows too.
 func TestRunListRef_ScansTheListRows(t *testing.T) {
 	dir := t.TempDir()
 	ctx := context.Background()
@@ -23,8 +23,12 @@ func TestRunListRef_ScansTheListRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, ns := range []string{"ls", "ls", "ls", "other"} {
-		key := store.Key{Resource: "configmaps", Namespace: ns, Name: fmt.Sprintf("cm-%d", i)}
+	for i, ns := range []string{"ls", "ls", "ls", "other", "crs", "crs", "crs"} {
+		resource := "configmaps"
+		if ns == "crs" {
+			resource = "gadgets.example.com"
+		}
+		key := store.Key{Resource: resource, Namespace: ns, Name: fmt.Sprintf("cm-%d", i)}
 		value := fmt.Sprintf(`{"metadata":{"name":%q,"namespace":%q,"uid":"uid-%d"},"data":{"k":"v"}}`, key.Name, ns, i)
 		if _, err := db.Create(ctx, key, fmt.Sprintf("uid-%d", i), []byte(value)); err != nil {
 			t.Fatal(err)
@@ -43,9 +47,13 @@ func TestRunListRef_ScansTheListRows(t *testing.T) {
 		d:      &daemon{dataDir: dir},
 		runID:  "test",
 		listNS: "ls",
+		// cr-list ran: its rows are the three in crs.
+		crListResource: "gadgets.example.com",
+		crListNS:       "crs",
 		report: &Report{Results: []Result{
 			{Workload: "list-3", Ops: 4, OpsPerSec: 10, ServerCPU: 0.5, Latency: &Latency{P50MS: 2}},
 			{Workload: "list-3-protobuf", Ops: 4, OpsPerSec: 5, ServerCPU: 0.5, Latency: &Latency{P50MS: 4}},
+			{Workload: "cr-list-3", Ops: 4, OpsPerSec: 8, ServerCPU: 0.5, Latency: &Latency{P50MS: 3}},
 		}},
 	}
 	defer b.c.close()
@@ -53,13 +61,13 @@ func TestRunListRef_ScansTheListRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 3 {
-		t.Fatalf("results = %+v, want the scan and two ratios", res)
+	if len(res) != 5 {
+		t.Fatalf("results = %+v, want the scan and two ratios, then the custom resources' scan and one ratio", res)
 	}
 	if got := res[0]; got.Workload != "list-ref-3" || got.Ops != 4 || got.Errors != 0 {
 		t.Errorf("scan = %s, %d ops, %d errors; want list-ref-3, 4 ops, none", got.Workload, got.Ops, got.Errors)
 	}
-	if notes := strings.Join(res[0].Notes, "; "); !strings.Contains(notes, "3 rows") || strings.Contains(notes, "WARNING") {
+	if notes := strings.Join(res[0].Notes, "; "); !strings.Contains(notes, "3 configmaps rows") || strings.Contains(notes, "WARNING") {
 		t.Errorf("scan notes = %q, want 3 rows and no warning", notes)
 	}
 	for i, want := range []string{"list-3 vs list-ref", "list-3-protobuf vs list-ref"} {
@@ -67,11 +75,17 @@ func TestRunListRef_ScansTheListRows(t *testing.T) {
 			t.Errorf("ratio %d = %q, want %q", i, got, want)
 		}
 	}
+	if got := res[3]; got.Workload != "list-ref-cr-3" || got.Ops != 4 || got.Errors != 0 || !strings.Contains(strings.Join(got.Notes, "; "), "3 gadgets.example.com rows") {
+		t.Errorf("custom resources' scan = %s, %d ops, %d errors, notes %q; want list-ref-cr-3, 4 ops, none, 3 rows", got.Workload, got.Ops, got.Errors, got.Notes)
+	}
+	if got, want := res[4].Workload, "cr-list-3 vs list-ref-cr"; got != want {
+		t.Errorf("custom resources' ratio = %q, want %q", got, want)
+	}
 	if res[2].Value <= res[1].Value {
 		t.Errorf("ratios JSON %.3f, Protobuf %.3f: want Protobuf's (p50 4 ms) above JSON's (2 ms)", res[1].Value, res[2].Value)
 	}
 
-	b.listNS = ""
+	b.listNS, b.crListNS = "", ""
 	if _, err := runListRef(ctx, b); err == nil || !strings.Contains(err.Error(), "run list before it") {
 		t.Errorf("without list: error %v, want one saying to run list first", err)
 	}

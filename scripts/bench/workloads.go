@@ -48,7 +48,7 @@ var workloads = []workload{
 	{"cr-list", "LIST of --list-objects custom resources against as many ConfigMaps of the same size", false, runCRList},
 	{"metrics", "gets at --get-clients against two daemons of their own, metrics recording off (EDGEAPI_DISABLE_METRICS) and on, --metrics-rounds in alternating order; ratio on/off", false, runMetricsCost},
 	{"informer", "client-go typed SharedInformer (Protobuf) for ConfigMaps: Start to HasSynced over --informer-objects in one namespace, and the server's CPU meanwhile", false, runInformer},
-	{"list-ref", "reference for list: the raw SQLite scan of the list workload's rows (its query, every value read, nothing decoded) from the daemon's database opened read-only, --lists times; with list before it in the run, the ratios list/list-ref for JSON and Protobuf", false, runListRef},
+	{"list-ref", "reference for list: the raw SQLite scan of the list workload's rows (its query, every value read, nothing decoded) from the daemon's database opened read-only, --lists times; with list before it in the run, the ratios list/list-ref for JSON and Protobuf; with cr-list before it, the same scan of the custom resources' rows (list-ref-cr) and the ratio cr-list/list-ref-cr", false, runListRef},
 	{"sqlite-ref", "reference for create-64: one goroutine inserting ~1 KiB ConfigMap rows (objects + change log) into a fresh SQLite file with the store's schema and pragmas (WAL, synchronous=FULL), 64 per transaction; rows/s, per-commit p50/p99, and the ratio create-64/sqlite-ref when create ran before it", false, runSQLiteRef},
 }
 
