@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,6 +23,13 @@ import (
 // (connectWatchers, watcher.run), so the client side costs the same; the
 // difference between the two workloads' delivery latency is what edgeapi
 // adds to the bytes a watch server must write.
+//
+// watch-ref-h2 is the same over what client-go's transport uses: one TLS
+// connection with HTTP/2, every watch a stream of it (the server allows
+// DefaultH2RefStreams streams per connection, as edgeapi and
+// kube-apiserver allow 1,000). It is the reference for tls-watch's tls-h2
+// rows: what one connection of Go's HTTP/2 carries on this machine, with
+// no edgeapi in it.
 
 // wireRefEvent builds the event lines of the reference: what edgeapi sends
 // a watcher of the watch workload for one create, an ADDED event of a
@@ -88,6 +96,7 @@ type wireRefShard struct {
 type wireRefServer struct {
 	shards     []*wireRefShard
 	registered atomic.Int64
+	h2Streams  atomic.Int64 // watches that came as HTTP/2 streams
 	next       atomic.Int64
 	writes     atomic.Int64 // flushes (write system calls) made
 	writeErrs  atomic.Int64
@@ -156,6 +165,9 @@ func (s *wireRefServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sh.conns = append(sh.conns, c)
 	sh.mu.Unlock()
 	s.registered.Add(1)
+	if r.ProtoMajor == 2 {
+		s.h2Streams.Add(1)
+	}
 	select {
 	case <-r.Context().Done():
 	case <-s.done:
@@ -198,37 +210,59 @@ type wireRefRun struct {
 	elapsed           time.Duration
 	cpu               time.Duration // this process's CPU: server, fan-out and readers
 	flushes           int64         // write system calls the server made
+	h2Streams         int64         // watches that came as HTTP/2 streams
 	shards            int           // writer goroutines
 }
 
+// DefaultH2RefStreams is the streams per connection the HTTP/2 reference
+// server allows: edgeapi's DefaultHTTP2MaxStreams and kube-apiserver's
+// --http2-max-streams-per-connection default.
+const DefaultH2RefStreams = 1000
+
 // runWireRef serves n watches on loopback and fans out events at rate per
-// second for d, then waits for every watcher to read every event.
-func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace string, payloadBytes int, logf func(string, ...any)) (*wireRefRun, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
-	}
+// second for d, then waits for every watcher to read every event. With h2
+// the watches are streams of HTTP/2 over TLS, which the client's
+// transport puts on one connection (up to DefaultH2RefStreams each);
+// without it each is an HTTP/1.1 connection of its own.
+func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace string, payloadBytes int, h2 bool, logf func(string, ...any)) (*wireRefRun, error) {
 	res := &wireRefRun{shards: wireRefShards()}
 	s := newWireRefServer(res.shards)
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go srv.Serve(ln)
+	var base string
+	var tr *http.Transport
+	var closeSrv func()
+	if h2 {
+		srv := httptest.NewUnstartedServer(s)
+		srv.EnableHTTP2 = true
+		srv.Config.HTTP2 = &http.HTTP2Config{MaxConcurrentStreams: DefaultH2RefStreams}
+		srv.Config.ReadHeaderTimeout = 10 * time.Second
+		srv.StartTLS()
+		base, closeSrv = srv.URL, srv.Close
+		tr = srv.Client().Transport.(*http.Transport)
+	} else {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("listen: %w", err)
+		}
+		srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+		go srv.Serve(ln)
+		base, closeSrv = "http://"+ln.Addr().String(), func() { srv.Close() }
+		tr = newTransport(n)
+		tr.WriteBufferSize = 4 << 10
+		tr.ReadBufferSize = 32 << 10
+	}
 	serverClosed := false
 	stopServer := func() {
 		if !serverClosed {
 			serverClosed = true
 			s.close()
-			srv.Close()
+			closeSrv()
 		}
 	}
 	defer stopServer()
-
-	tr := newTransport(n)
-	tr.WriteBufferSize = 4 << 10
-	tr.ReadBufferSize = 32 << 10
 	defer tr.CloseIdleConnections()
 	watchCtx, stopWatches := context.WithCancel(ctx)
 	defer stopWatches()
-	url := "http://" + ln.Addr().String() + "/api/v1/namespaces/" + namespace + "/configmaps?watch=1"
+	url := base + "/api/v1/namespaces/" + namespace + "/configmaps?watch=1"
 	ws, cs := connectWatchers(watchCtx, tr, url, n, 0)
 	res.ws = ws
 	select {
@@ -244,6 +278,12 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace str
 		time.Sleep(5 * time.Millisecond)
 	}
 	res.connected, res.failed = cs.connected.Load(), cs.failed.Load()
+	res.h2Streams = s.h2Streams.Load()
+	if h2 && res.h2Streams != s.registered.Load() {
+		stopWatches()
+		cs.done.Wait()
+		return nil, fmt.Errorf("%d of %d watches came over HTTP/2", res.h2Streams, s.registered.Load())
+	}
 	res.connectTime = time.Since(cs.start)
 	if res.connected == 0 {
 		stopWatches()
@@ -290,19 +330,33 @@ func runWireRef(ctx context.Context, n, rate int, d time.Duration, namespace str
 	return res, nil
 }
 
-// wireRefName is the watch-ref result's workload name.
-func wireRefName(watchers, rate int) string {
+// wireRefName is the watch-ref result's workload name; with h2, the
+// watch-ref-h2 one's.
+func wireRefName(watchers, rate int, h2 bool) string {
+	if h2 {
+		return fmt.Sprintf("watch-ref-h2-%dx%d", watchers, rate)
+	}
 	return fmt.Sprintf("watch-ref-%dx%d", watchers, rate)
 }
 
 func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
+	return b.watchRef(ctx, false)
+}
+
+func runWatchRefH2(ctx context.Context, b *bench) ([]Result, error) {
+	return b.watchRef(ctx, true)
+}
+
+// watchRef runs the reference at --watchers and --write-rate, over HTTP/1.1
+// or (h2) one HTTP/2 connection with TLS.
+func (b *bench) watchRef(ctx context.Context, h2 bool) ([]Result, error) {
 	n, rate := b.cfg.watchers, b.cfg.writeRate
-	run, err := runWireRef(ctx, n, rate, b.cfg.duration, "bench-watch-"+b.runID+"-ref", b.cfg.payloadBytes, b.logf)
+	run, err := runWireRef(ctx, n, rate, b.cfg.duration, "bench-watch-"+b.runID+"-ref", b.cfg.payloadBytes, h2, b.logf)
 	if err != nil {
 		return nil, err
 	}
 	var r Result
-	r.Workload = wireRefName(n, rate)
+	r.Workload = wireRefName(n, rate, h2)
 	r.Clients = n
 	h := newHistogram()
 	var received, other, short, missing int64
@@ -329,12 +383,16 @@ func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
 	if received > 0 {
 		r.ClientCPUPerOpUS = float64(run.cpu) / float64(received) / 1e3
 	}
-	r.note("physical-limit reference: no edgeapi; a minimal HTTP/1.1 server in the bench process queues each %d-byte event line for every watch, at the watch workload's rate; %d writer goroutines, each for its share of the watches, write what is queued to each watch as one chunk and one flush (%d flushes, %.2f events each); read by the watch workload's readers", run.lineBytes, run.shards, run.flushes, float64(received)/float64(max(run.flushes, 1)))
+	transport := "a minimal HTTP/1.1 server in the bench process, a connection per watch,"
+	if h2 {
+		transport = "a minimal HTTP/2 server over TLS in the bench process, every watch a stream of one connection (as client-go's transport opens them),"
+	}
+	r.note("physical-limit reference: no edgeapi; %s queues each %d-byte event line for every watch, at the watch workload's rate; %d writer goroutines, each for its share of the watches, write what is queued to each watch as one chunk and one flush (%d flushes, %.2f events each); read by the watch workload's readers", transport, run.lineBytes, run.shards, run.flushes, float64(received)/float64(max(run.flushes, 1)))
 	r.note("delivery latency: writer's send time → watcher's receipt; cpu gen is the bench process (server, fan-out and readers)")
 	r.note("%d events sent, %d not sent (writer behind); %d events received, %d watchers got fewer than %d (%d events missing), %d write errors",
 		run.sent, run.skipped, received, short, run.sent, missing, run.writeErrs)
-	r.note("%d watchers connected in %s, %d failed, %d streams ended early; %d other lines",
-		run.connected, run.connectTime.Round(time.Millisecond), run.failed, run.closedEarly-run.failed, other)
+	r.note("%d watchers connected in %s (%d as HTTP/2 streams), %d failed, %d streams ended early; %d other lines",
+		run.connected, run.connectTime.Round(time.Millisecond), run.h2Streams, run.failed, run.closedEarly-run.failed, other)
 	r.note("writer's worst send lag behind schedule %s", run.maxLag.Round(time.Millisecond))
 	b.logResult(r)
 	return []Result{r}, nil
@@ -342,11 +400,13 @@ func runWatchRef(ctx context.Context, b *bench) ([]Result, error) {
 
 // watchRefRatios returns, for each watch result with a watch-ref result of
 // the same watchers and rate in results, the ratio of their delivery p99s
-// as a single-value result (issue 13's target: at most 1.5).
+// as a single-value result (issue 13's target: at most 1.5). The
+// tls-watch workload's HTTP/2 rows ("... tls-h2") and the client-go pass's
+// watch ("... clientgo") go with watch-ref-h2.
 func watchRefRatios(results []Result) []Result {
 	refs := map[string]*Result{}
 	for i := range results {
-		if strings.HasPrefix(results[i].Workload, "watch-ref-") && results[i].Latency != nil {
+		if strings.HasPrefix(results[i].Workload, "watch-ref-") && results[i].Latency != nil { // and watch-ref-h2-
 			refs[results[i].Workload] = &results[i]
 		}
 	}
@@ -357,11 +417,16 @@ func watchRefRatios(results []Result) []Result {
 		if _, err := fmt.Sscanf(w.Workload, "watch-%dw-%d/s", &n, &rate); err != nil || w.Latency == nil {
 			continue
 		}
-		ref := refs[wireRefName(n, rate)]
+		h2 := strings.HasSuffix(w.Workload, " tls-h2") || strings.HasSuffix(w.Workload, " clientgo")
+		ref := refs[wireRefName(n, rate, h2)]
 		if ref == nil || ref.Latency.P99MS <= 0 {
 			continue
 		}
-		r := Result{Workload: "watch-p99/ref-" + strconv.Itoa(n) + "x" + strconv.Itoa(rate),
+		name := "watch-p99/ref-"
+		if h2 {
+			name = "watch-p99/ref-h2-"
+		}
+		r := Result{Workload: name + strconv.Itoa(n) + "x" + strconv.Itoa(rate),
 			Value: w.Latency.P99MS / ref.Latency.P99MS, Unit: "×", Target: "≤1.5×"}
 		r.note("edgeapi's delivery p99 %s against the reference's %s", fmtMS(w.Latency.P99MS), fmtMS(ref.Latency.P99MS))
 		if w.ServerCPU > 0 && w.OpsPerSec > 0 && ref.ClientCPUPerOpUS > 0 {

@@ -9,8 +9,16 @@ import (
 )
 
 func TestRunWireRef_EveryEventArrives(t *testing.T) {
+	for _, h2 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http1", true: "h2"}[h2], func(t *testing.T) {
+			testRunWireRef(t, h2)
+		})
+	}
+}
+
+func testRunWireRef(t *testing.T, h2 bool) {
 	const watchers, rate = 3, 50
-	run, err := runWireRef(context.Background(), watchers, rate, time.Second, "ns1", 1024, t.Logf)
+	run, err := runWireRef(context.Background(), watchers, rate, time.Second, "ns1", 1024, h2, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -19,6 +27,9 @@ func TestRunWireRef_EveryEventArrives(t *testing.T) {
 	}
 	if run.sent == 0 {
 		t.Fatal("no event sent")
+	}
+	if got, want := run.h2Streams, map[bool]int64{false: 0, true: watchers}[h2]; got != want {
+		t.Errorf("%d watches came as HTTP/2 streams, want %d", got, want)
 	}
 	if run.connected != watchers || run.failed != 0 || run.writeErrs != 0 || run.closedEarly != 0 {
 		t.Errorf("connected %d, failed %d, write errors %d, closed early %d; want %d, 0, 0, 0",
@@ -75,10 +86,21 @@ func TestWatchRefRatios(t *testing.T) {
 		{Workload: "watch-writer", Latency: &Latency{P99MS: 3}},
 		{Workload: "watch-ref-100x500", Clients: 100, Ops: 100 * 4000, Seconds: 10, Latency: &Latency{P99MS: 8}},
 		{Workload: "watch-1000w-1000/s", Latency: &Latency{P99MS: 50}}, // no reference of its size
+		{Workload: "watch-100w-500/s tls-h2", Latency: &Latency{P99MS: 20}},
+		{Workload: "watch-100w-500/s clientgo", Latency: &Latency{P99MS: 30}},
+		{Workload: "watch-ref-h2-100x500", Latency: &Latency{P99MS: 10}},
 	}
 	got := watchRefRatios(results)
-	if len(got) != 1 {
-		t.Fatalf("got %d ratios (%+v), want 1", len(got), got)
+	if len(got) != 3 {
+		t.Fatalf("got %d ratios (%+v), want 3", len(got), got)
+	}
+	for i, want := range []struct {
+		name  string
+		value float64
+	}{{"watch-p99/ref-h2-100x500", 2}, {"watch-p99/ref-h2-100x500", 3}} {
+		if g := got[i+1]; g.Workload != want.name || g.Value != want.value {
+			t.Errorf("HTTP/2 ratio %d = %s %v, want %s %v (against watch-ref-h2)", i, g.Workload, g.Value, want.name, want.value)
+		}
 	}
 	if got[0].Workload != "watch-p99/ref-100x500" || got[0].Value != 1.5 || got[0].Unit != "×" {
 		t.Errorf("ratio = %+v, want watch-p99/ref-100x500 1.5 ×", got[0])

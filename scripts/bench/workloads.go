@@ -34,6 +34,7 @@ var workloads = []workload{
 	{"patch", "JSON merge PATCH of one data key, --patch-clients clients each on its own object", false, runPatch},
 	{"watch", "--watchers watches on one namespace while a writer creates at --write-rate; per-event delivery latency", false, runWatch},
 	{"watch-ref", "physical-limit reference for watch: --watchers loopback HTTP/1.1 streams from a minimal server in the bench process, each event line written to all at --write-rate; no edgeapi. With watch in the same run, the ratio of p99s", false, runWatchRef},
+	{"watch-ref-h2", "watch-ref over what client-go's transport uses: one TLS connection with HTTP/2, every watch a stream of it (1,000 streams per connection, as edgeapi and kube-apiserver allow); with tls-watch or --client clientgo's watch in the same run, the ratio of their HTTP/2 p99s to it", false, runWatchRefH2},
 	{"watch-idle", "RSS with --idle-watchers idle watches open, then one event delivered to all", false, runWatchIdle},
 	{"watch-resume", "a watch from --bulk-objects events back (beyond the ring: the change log) catches up; events/s", false, runWatchResume},
 	{"paged-list", "full LIST of --bulk-objects ConfigMaps at --page-limit per page, following continue tokens", false, runPagedList},
