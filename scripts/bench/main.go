@@ -160,6 +160,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "serve" {
 		os.Exit(fakeServeMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == idleRefSubcommand {
+		os.Exit(idleRefServeMain(os.Stdin, os.Stdout))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:]); err != nil {

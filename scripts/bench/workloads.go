@@ -36,6 +36,7 @@ var workloads = []workload{
 	{"watch-ref", "physical-limit reference for watch: --watchers loopback HTTP/1.1 streams from a minimal server in the bench process, each event line written to all at --write-rate; no edgeapi. With watch in the same run, the ratio of p99s", false, runWatchRef},
 	{"watch-ref-h2", "watch-ref over what client-go's transport uses: one TLS connection with HTTP/2, every watch a stream of it (1,000 streams per connection, as edgeapi and kube-apiserver allow); with tls-watch or --client clientgo's watch in the same run, the ratio of their HTTP/2 p99s to it", false, runWatchRefH2},
 	{"watch-idle", "RSS with --idle-watchers idle watches open, then one event delivered to all", false, runWatchIdle},
+	{"watch-idle-ref-h2", "floor reference for watch-idle's client-go pass: --idle-watchers idle watch streams on a minimal Go HTTP/2 server over TLS (the bench itself, in a process of its own; 1,000 streams per connection), and that process's RSS", false, runWatchIdleRefH2},
 	{"watch-resume", "a watch from --bulk-objects events back (beyond the ring: the change log) catches up; events/s", false, runWatchResume},
 	{"paged-list", "full LIST of --bulk-objects ConfigMaps at --page-limit per page, following continue tokens", false, runPagedList},
 	{"compaction", "write latency while --compaction-rows change-log rows are compacted (own daemon, restarted)", false, runCompaction},
