@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -225,5 +226,44 @@ func BenchmarkAppendProtoItem(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHasStringSpecial checks the eight-byte test against the byte table:
+// every byte value at every position of otherwise plain words, and
+// random words.
+func TestHasStringSpecial(t *testing.T) {
+	check := func(w [8]byte) {
+		want := false
+		for _, c := range w {
+			want = want || jsonStringSpecial[c]
+		}
+		if got := hasStringSpecial(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("hasStringSpecial(%q) = %v, want %v", w[:], got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']', 0x21, 0x7f} {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(13))
+	for range 1_000_000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64())
+		for i := range w {
+			// Mostly plain bytes, so that few words have many specials.
+			if r.Intn(4) > 0 {
+				w[i] = byte(0x20 + r.Intn(0x60))
+			}
+		}
+		check(w)
 	}
 }
