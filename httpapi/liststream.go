@@ -398,6 +398,8 @@ func (e *yamlListEncoder) end(dst []byte) []byte {
 type protoListEncoder struct {
 	kind  *registry.Kind
 	items *protoItems
+	// n counts the items written.
+	n int
 }
 
 func (e *protoListEncoder) mediaType() string { return mediaProtobuf }
@@ -423,8 +425,24 @@ func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 	return protowire.AppendBytes(b, lmb), nil
 }
 
+// item appends an item of the second pass, which must have the size the
+// first pass gave it: the list's length is out already.
 func (e *protoListEncoder) item(dst, value []byte) ([]byte, error) {
-	return appendProtoItem(dst, e.kind, value)
+	start := len(dst)
+	dst, err := appendProtoItem(dst, e.kind, value)
+	if err != nil {
+		return dst, err
+	}
+	i := e.n
+	e.n++
+	if e.items == nil || i >= len(e.items.sizes) {
+		return dst, fmt.Errorf("list changed between passes: more than %d items", i)
+	}
+	if msg, _ := protowire.ConsumeBytes(dst[start+1:]); len(msg) != e.items.sizes[i] {
+		protoSizes.forget()
+		return dst, fmt.Errorf("list item %d changed between passes: %d bytes, then %d", i, e.items.sizes[i], len(msg))
+	}
+	return dst, nil
 }
 
 func (e *protoListEncoder) end(dst []byte) []byte { return appendProtoUnknownEnd(dst) }
@@ -432,10 +450,10 @@ func (e *protoListEncoder) end(dst []byte) []byte { return appendProtoUnknownEnd
 // protoItems is the first pass of a streamed Protobuf list: each item is
 // encoded once, and kept while the kept items add up to at most
 // keepBytes (the list buffer: the bound of a list built in memory); of
-// the items after those only the size is kept, and they are read and
-// encoded again in the second pass. A list of 10,000 ConfigMaps of 1 KB
-// was decoded twice and read twice, which took 3.5 times as long as the
-// JSON list.
+// the items after those only the size is kept, found in protoSizes or
+// measured (protoItemSize), and they are read and encoded again in the
+// second pass. A list of 10,000 ConfigMaps of 1 KB was decoded twice and
+// read twice, which took 3.5 times as long as the JSON list.
 type protoItems struct {
 	kind      *registry.Kind
 	keepBytes int
@@ -446,8 +464,11 @@ type protoItems struct {
 	lastKept store.Key
 	// sizes are the message sizes of the items after the kept ones.
 	sizes []int
-	// scratch is where those are encoded to be sized.
-	scratch []byte
+	// scratch is where items are encoded to be kept or sized; keys,
+	// found, missKeys and missSizes are a page's protoSizes look-up.
+	scratch          []byte
+	keys, missKeys   []servedKey
+	found, missSizes []int
 }
 
 // size is the bytes the list's items take, framed as its field 2.
@@ -463,14 +484,7 @@ func (pi *protoItems) size() int {
 func (pi *protoItems) add(page []store.Object) error {
 	for i := range page {
 		if len(pi.sizes) > 0 {
-			b, err := appendProtoItem(pi.scratch[:0], pi.kind, page[i].Value)
-			if err != nil {
-				return err
-			}
-			pi.scratch = b
-			msg, _ := protowire.ConsumeBytes(b[1:])
-			pi.sizes = append(pi.sizes, len(msg))
-			continue
+			return pi.sizeRest(page[i:])
 		}
 		if pi.keepBytes == math.MaxInt {
 			// Everything is kept (a list built in memory): straight
@@ -502,8 +516,46 @@ func (pi *protoItems) add(page []store.Object) error {
 		// Past the bound: this item and the rest are sized only.
 		msg, _ := protowire.ConsumeBytes(b[1:])
 		pi.sizes = append(pi.sizes, len(msg))
+		protoSizes.put([]servedKey{servedKeyOf(pi.kind, page[i].Value)}, pi.sizes[len(pi.sizes)-1:])
 	}
 	return nil
+}
+
+// sizeRest appends the sizes of objs, items after the kept ones: from
+// protoSizes where it has them, else measured, and then cached.
+func (pi *protoItems) sizeRest(objs []store.Object) error {
+	n := len(objs)
+	pi.keys = slices.Grow(pi.keys[:0], n)[:n]
+	pi.found = slices.Grow(pi.found[:0], n)[:n]
+	protoSizes.lookup(pi.kind, objs, pi.keys, pi.found)
+	pi.missKeys, pi.missSizes = pi.missKeys[:0], pi.missSizes[:0]
+	for i := range objs {
+		m := pi.found[i]
+		if m < 0 {
+			var err error
+			if m, err = pi.itemSize(objs[i].Value); err != nil {
+				return err
+			}
+			pi.missKeys = append(pi.missKeys, pi.keys[i])
+			pi.missSizes = append(pi.missSizes, m)
+		}
+		pi.sizes = append(pi.sizes, m)
+	}
+	if len(pi.missKeys) > 0 {
+		protoSizes.put(pi.missKeys, pi.missSizes)
+	}
+	return nil
+}
+
+// itemSize is the message size of the list item value.
+func (pi *protoItems) itemSize(value []byte) (int, error) {
+	b, err := appendProtoItem(pi.scratch[:0], pi.kind, value)
+	if err != nil {
+		return 0, err
+	}
+	pi.scratch = b
+	msg, _ := protowire.ConsumeBytes(b[1:])
+	return len(msg), nil
 }
 
 // rest returns the pager of the items after the kept ones.
