@@ -549,13 +549,7 @@ func (pi *protoItems) sizeRest(objs []store.Object) error {
 
 // itemSize is the message size of the list item value.
 func (pi *protoItems) itemSize(value []byte) (int, error) {
-	b, err := appendProtoItem(pi.scratch[:0], pi.kind, value)
-	if err != nil {
-		return 0, err
-	}
-	pi.scratch = b
-	msg, _ := protowire.ConsumeBytes(b[1:])
-	return len(msg), nil
+	return protoItemSize(pi.kind, value)
 }
 
 // rest returns the pager of the items after the kept ones.
@@ -579,6 +573,21 @@ func appendProtoItem(dst []byte, k *registry.Kind, value []byte) ([]byte, error)
 		}
 	}
 	return appendProtoItemTyped(dst, k, value)
+}
+
+// protoItemSize is the size of the message appendProtoItem writes for a
+// stored value (without its tag and length), found without writing it.
+func protoItemSize(k *registry.Kind, value []byte) (int, error) {
+	if p := protoPlanFor(k); p != nil {
+		if n, err := protoJSONSize(p, value); err == nil {
+			return n, nil
+		}
+	}
+	m, err := protoItem(k, value)
+	if err != nil {
+		return 0, err
+	}
+	return m.Size(), nil
 }
 
 // appendProtoItemTyped is appendProtoItem through the typed object.

@@ -426,6 +426,29 @@ func appendProtoJSON(dst []byte, num protowire.Number, p *protoMessagePlan, valu
 	return protowire.AppendBytes(dst, body), nil
 }
 
+// protoJSONSize is the size of the message appendProtoJSON writes for
+// value (without its tag and length), or an error where appendProtoJSON
+// gives one: the same walk, without the copy of the message into a
+// caller's buffer.
+func protoJSONSize(p *protoMessagePlan, value []byte) (int, error) {
+	t := protoTranscoders.Get().(*protoTranscoder)
+	defer protoTranscoders.Put(t)
+	t.in, t.pos = value, 0
+	defer func() { t.in = nil }()
+	t.skipSpace()
+	lv := t.level(0)
+	body, err := t.message(lv.out[:0], p, 0)
+	t.levels[0].out = body[:0]
+	if err != nil {
+		return 0, err
+	}
+	t.skipSpace()
+	if t.pos != len(t.in) {
+		return 0, errProtoFallback
+	}
+	return len(body), nil
+}
+
 func (t *protoTranscoder) level(depth int) *protoLevel {
 	for len(t.levels) <= depth {
 		t.levels = append(t.levels, protoLevel{})
