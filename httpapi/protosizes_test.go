@@ -1,8 +1,14 @@
 package httpapi
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/edgeapi/edgeapi/registry"
@@ -76,5 +82,98 @@ func TestProtoSizeCache_Bound(t *testing.T) {
 	c.lookup(other, objs[6:7], make([]servedKey, 1), got[:1])
 	if got[0] != -1 {
 		t.Errorf("size for another kind = %d, want -1", got[0])
+	}
+}
+
+// TestServer_ListProtobufSizes lists ConfigMaps as Protobuf through a
+// server that streams any list of more than 3,000 bytes, so that the
+// first pass keeps a few items and sizes the rest: a repeated list (whose
+// first pass takes the sizes from protoSizes) answers the buffered
+// server's bytes; with a wrong size in the cache the response is cut
+// short rather than wrong, and the list after it is right again.
+func TestServer_ListProtobufSizes(t *testing.T) {
+	db := openTestStore(t)
+	reg := registry.Builtin()
+	serve := func(listBuffer int) *httptest.Server {
+		s, err := New(Config{Store: db, Registry: reg, ListBufferBytes: listBuffer})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ts := httptest.NewServer(s.Handler())
+		t.Cleanup(func() {
+			ts.Close()
+			_ = s.Close(context.Background())
+		})
+		return ts
+	}
+	buffered, streamed := serve(1<<30), serve(3000)
+	list := func(ts *httptest.Server) ([]byte, error) {
+		req, _ := http.NewRequest("GET", ts.URL+"/api/v1/namespaces/a/configmaps", nil)
+		req.Header.Set("Accept", acceptProtobuf)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && resp.StatusCode != http.StatusOK {
+			err = fmt.Errorf("status %d: %s", resp.StatusCode, b)
+		}
+		return b, err
+	}
+	post := func(path, body string) {
+		t.Helper()
+		resp, err := http.Post(buffered.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("POST %s = %d", path, resp.StatusCode)
+		}
+	}
+	post("/api/v1/namespaces", `{"metadata":{"name":"a"}}`)
+	for i := range 12 {
+		post("/api/v1/namespaces/a/configmaps", fmt.Sprintf(`{"metadata":{"name":"cm%02d"},"data":{"k":%q}}`, i, strings.Repeat("v", 100*i)))
+	}
+	want, err := list(buffered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if got, err := list(streamed); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("list %d: %q, %v\nbuffered: %q", i, got, err, want)
+		}
+	}
+
+	// Every stored ConfigMap's cached size one byte off.
+	res, err := db.List(context.Background(), store.ListOptions{Resource: "configmaps"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k *registry.Kind
+	for _, kk := range reg.Kinds() {
+		if kk.GVK.String() == "/v1, Kind=ConfigMap" {
+			k = kk
+		}
+	}
+	var keys []servedKey
+	var sizes []int
+	for _, o := range res.Objects {
+		n, err := protoItemSize(k, o.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, sizes = append(keys, servedKeyOf(k, o.Value)), append(sizes, n+1)
+	}
+	protoSizes.put(keys, sizes)
+	if got, err := list(streamed); err == nil {
+		t.Errorf("list with wrong cached sizes = %d bytes, no error; want the response cut short", len(got))
+	}
+	if got, err := list(streamed); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("list after the cut one: %q, %v\nbuffered: %q", got, err, want)
 	}
 }
