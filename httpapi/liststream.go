@@ -162,6 +162,9 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 		if proto {
 			pi = &protoItems{kind: k, keepBytes: cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)}
 		}
+		// A whole list (no limit) sizes the items past the kept ones in
+		// one scan once the bound is reached (see sizeByScan).
+		scan := proto && !useLimit && p.opts.Limit == 0
 		last, _, err := p.pages(ctx, first, func(page []store.Object) error {
 			if len(page) > 0 {
 				lastObjs = page[len(page)-1:]
@@ -169,8 +172,17 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 			if !proto {
 				return nil
 			}
-			return pi.add(page)
+			if err := pi.add(page); err != nil {
+				return err
+			}
+			if scan && len(pi.sizes) > 0 {
+				return errSizeByScan
+			}
+			return nil
 		})
+		if err == errSizeByScan {
+			err = pi.sizeByScan(ctx, p, rev, lastObjs[0].Key)
+		}
 		if err != nil {
 			return s.writeError(c, storeError(err, r.gr(), ""))
 		}
@@ -631,6 +643,48 @@ func (pi *protoItems) sizeRest(objs []store.Object) error {
 	if len(pi.missKeys) > 0 {
 		protoSizes.put(pi.missKeys, pi.missSizes)
 	}
+	return nil
+}
+
+// errSizeByScan stops a first pass's paging: sizeByScan sizes the rest.
+var errSizeByScan = errors.New("size the rest by a scan")
+
+// sizeByScan sizes the items after key, the last one paged, in one read
+// of the store at rev whose filter sizes each item (that passes p's
+// filter) and passes none: the store then neither copies nor keeps the
+// values, which it does for the items it returns. The read's transaction
+// does no more than the hashing (and, for an item not in protoSizes,
+// transcoding) that paging would, and writes nothing to the client.
+func (pi *protoItems) sizeByScan(ctx context.Context, p *listPager, rev int64, key store.Key) error {
+	o := p.opts
+	o.Rev, o.MaxBytes, o.Limit = rev, 0, 0
+	o.AfterNamespace, o.AfterName = key.Namespace, key.Name
+	filter := p.opts.Filter
+	var err error
+	var missKeys []servedKey
+	var missSizes []int
+	o.Filter = func(obj *store.Object) bool {
+		if err != nil || filter != nil && !filter(obj) {
+			return false
+		}
+		sk := servedKeyOf(pi.kind, obj.Value)
+		m, ok := protoSizes.get(sk)
+		if !ok {
+			if m, err = pi.itemSize(obj.Value); err != nil {
+				return false
+			}
+			missKeys, missSizes = append(missKeys, sk), append(missSizes, m)
+		}
+		pi.sizes = append(pi.sizes, m)
+		return false
+	}
+	if _, lerr := p.store.List(ctx, o); lerr != nil {
+		return lerr
+	}
+	if err != nil {
+		return err
+	}
+	protoSizes.put(missKeys, missSizes)
 	return nil
 }
 

@@ -65,6 +65,14 @@ func (c *protoSizeCache) lookup(k *registry.Kind, objs []store.Object, keys []se
 	}
 }
 
+// get returns the cached size of the value behind key.
+func (c *protoSizeCache) get(key servedKey) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.entries[key]
+	return int(n), ok
+}
+
 // put caches sizes[i] as the size of the value behind keys[i].
 func (c *protoSizeCache) put(keys []servedKey, sizes []int) {
 	c.mu.Lock()
