@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
 	"sync/atomic"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/labstack/echo/v4"
 	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -160,6 +162,11 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 		if proto {
 			pi = &protoItems{kind: k, keepBytes: cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)}
 		}
+		// A whole list (no limit) of a transcoded kind sizes the items
+		// past the kept ones in one scan once the bound is reached (see
+		// sizeByScan); the typed path's decoding, 15 times slower, is
+		// not done inside one read transaction.
+		scan := proto && !useLimit && p.opts.Limit == 0 && protoPlanFor(k) != nil
 		last, _, err := p.pages(ctx, first, func(page []store.Object) error {
 			if len(page) > 0 {
 				lastObjs = page[len(page)-1:]
@@ -167,8 +174,17 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 			if !proto {
 				return nil
 			}
-			return pi.add(page)
+			if err := pi.add(page); err != nil {
+				return err
+			}
+			if scan && len(pi.sizes) > 0 {
+				return errSizeByScan
+			}
+			return nil
 		})
+		if err == errSizeByScan {
+			err = pi.sizeByScan(ctx, p, rev, lastObjs[0].Key)
+		}
 		if err != nil {
 			return s.writeError(c, storeError(err, r.gr(), ""))
 		}
@@ -224,10 +240,9 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 		if err := out.flush(); err != nil {
 			panic(http.ErrAbortHandler)
 		}
-		if _, err := c.Response().Write(pi.buf); err != nil {
+		if err := pi.writeKept(c.Response()); err != nil {
 			panic(http.ErrAbortHandler)
 		}
-		pi.buf = nil
 	}
 	var n int
 	if first != nil {
@@ -398,6 +413,8 @@ func (e *yamlListEncoder) end(dst []byte) []byte {
 type protoListEncoder struct {
 	kind  *registry.Kind
 	items *protoItems
+	// n counts the items written.
+	n int
 }
 
 func (e *protoListEncoder) mediaType() string { return mediaProtobuf }
@@ -423,36 +440,80 @@ func (e *protoListEncoder) begin(lm *metav1.ListMeta) ([]byte, error) {
 	return protowire.AppendBytes(b, lmb), nil
 }
 
+// item appends an item of the second pass, which must have the size the
+// first pass gave it: the list's length is out already.
 func (e *protoListEncoder) item(dst, value []byte) ([]byte, error) {
-	return appendProtoItem(dst, e.kind, value)
+	start := len(dst)
+	dst, err := appendProtoItem(dst, e.kind, value)
+	if err != nil {
+		return dst, err
+	}
+	i := e.n
+	e.n++
+	if e.items == nil || i >= len(e.items.sizes) {
+		return dst, fmt.Errorf("list changed between passes: more than %d items", i)
+	}
+	if msg, _ := protowire.ConsumeBytes(dst[start+1:]); len(msg) != e.items.sizes[i] {
+		protoSizes.forget()
+		return dst, fmt.Errorf("list item %d changed between passes: %d bytes, then %d", i, e.items.sizes[i], len(msg))
+	}
+	return dst, nil
 }
 
 func (e *protoListEncoder) end(dst []byte) []byte { return appendProtoUnknownEnd(dst) }
 
 // protoItems is the first pass of a streamed Protobuf list: each item is
-// encoded once, and kept while the kept items add up to at most
-// keepBytes (the list buffer: the bound of a list built in memory); of
-// the items after those only the size is kept, and they are read and
-// encoded again in the second pass. A list of 10,000 ConfigMaps of 1 KB
-// was decoded twice and read twice, which took 3.5 times as long as the
-// JSON list.
+// encoded once, and kept while the kept items take at most keepBytes (the
+// list buffer: the bound of a list built in memory); of the items after
+// those only the size is kept, found in protoSizes or measured
+// (protoItemSize), and they are read and encoded again in the second
+// pass. A list of 10,000 ConfigMaps of 1 KB was decoded twice and read
+// twice, which took 3.5 times as long as the JSON list.
+//
+// A streamed list keeps its items in blocks of about protoBlockBytes,
+// each compressed with S2 when that saves an eighth of it: the bound is on
+// the bytes held, so the more the items compress, the fewer are read and
+// encoded again. Decompressing a block costs a fraction of reading its
+// items from the store and encoding them again.
 type protoItems struct {
 	kind      *registry.Kind
 	keepBytes int
-	// buf holds the kept items, framed as the list's field 2.
-	buf  []byte
-	kept int
+	// buf holds the kept items of a list built in memory (keepBytes
+	// math.MaxInt), framed as the list's field 2.
+	buf []byte
+	// blocks hold a streamed list's kept items, sealed; block is the
+	// one being filled; held is the bytes blocks take, keptBytes the
+	// kept items' encoded bytes.
+	blocks          []protoBlock
+	block           []byte
+	held, keptBytes int
+	kept            int
 	// lastKept is the key of the last kept item.
 	lastKept store.Key
 	// sizes are the message sizes of the items after the kept ones.
 	sizes []int
-	// scratch is where those are encoded to be sized.
-	scratch []byte
+	// zbuf is where blocks are compressed.
+	zbuf []byte
+	// scratch is where items are encoded to be kept or sized; keys,
+	// found, missKeys and missSizes are a page's protoSizes look-up.
+	scratch          []byte
+	keys, missKeys   []servedKey
+	found, missSizes []int
 }
+
+// protoBlock is a sealed block of kept items: S2-compressed when
+// compressed.
+type protoBlock struct {
+	b          []byte
+	compressed bool
+}
+
+// protoBlockBytes is the size of a block of kept items.
+const protoBlockBytes = 64 << 10
 
 // size is the bytes the list's items take, framed as its field 2.
 func (pi *protoItems) size() int {
-	n := len(pi.buf)
+	n := len(pi.buf) + pi.keptBytes
 	for _, m := range pi.sizes {
 		n += 1 + protowire.SizeBytes(m)
 	}
@@ -463,14 +524,7 @@ func (pi *protoItems) size() int {
 func (pi *protoItems) add(page []store.Object) error {
 	for i := range page {
 		if len(pi.sizes) > 0 {
-			b, err := appendProtoItem(pi.scratch[:0], pi.kind, page[i].Value)
-			if err != nil {
-				return err
-			}
-			pi.scratch = b
-			msg, _ := protowire.ConsumeBytes(b[1:])
-			pi.sizes = append(pi.sizes, len(msg))
-			continue
+			return pi.sizeRest(page[i:])
 		}
 		if pi.keepBytes == math.MaxInt {
 			// Everything is kept (a list built in memory): straight
@@ -483,27 +537,162 @@ func (pi *protoItems) add(page []store.Object) error {
 			pi.kept++
 			continue
 		}
-		// Encoded aside first, so that buf, made at the bound, never
-		// grows past it (append would double it).
 		b, err := appendProtoItem(pi.scratch[:0], pi.kind, page[i].Value)
 		if err != nil {
 			return err
 		}
 		pi.scratch = b
-		if len(pi.buf)+len(b) <= pi.keepBytes || pi.kept == 0 {
-			if pi.buf == nil {
-				pi.buf = make([]byte, 0, max(pi.keepBytes, len(b)))
+		if pi.held+len(pi.block)+len(b) > pi.keepBytes && len(pi.block) > 0 {
+			// Sealed, the block may take less.
+			pi.seal()
+		}
+		if pi.held+len(pi.block)+len(b) <= pi.keepBytes || pi.kept == 0 {
+			if pi.block == nil {
+				pi.block = make([]byte, 0, protoBlockBytes)
 			}
-			pi.buf = append(pi.buf, b...)
+			pi.block = append(pi.block, b...)
 			pi.kept++
+			pi.keptBytes += len(b)
 			pi.lastKept = page[i].Key
+			if len(pi.block) >= protoBlockBytes {
+				pi.seal()
+			}
 			continue
 		}
 		// Past the bound: this item and the rest are sized only.
 		msg, _ := protowire.ConsumeBytes(b[1:])
 		pi.sizes = append(pi.sizes, len(msg))
+		protoSizes.put([]servedKey{servedKeyOf(pi.kind, page[i].Value)}, pi.sizes[len(pi.sizes)-1:])
 	}
 	return nil
+}
+
+// seal closes the block being filled: compressed when that saves an
+// eighth of it, else as it is.
+func (pi *protoItems) seal() {
+	if len(pi.block) == 0 {
+		return
+	}
+	pi.zbuf = slices.Grow(pi.zbuf[:0], s2.MaxEncodedLen(len(pi.block)))
+	c := s2.Encode(pi.zbuf[:cap(pi.zbuf)], pi.block)
+	var blk protoBlock
+	if len(c) <= len(pi.block)-len(pi.block)/8 {
+		blk = protoBlock{b: slices.Clone(c), compressed: true}
+	} else {
+		blk = protoBlock{b: slices.Clone(pi.block)}
+	}
+	pi.blocks = append(pi.blocks, blk)
+	pi.held += len(blk.b)
+	pi.block = pi.block[:0]
+}
+
+// writeKept writes the kept items, in order, and lets them go.
+func (pi *protoItems) writeKept(w io.Writer) error {
+	if len(pi.buf) > 0 {
+		if _, err := w.Write(pi.buf); err != nil {
+			return err
+		}
+	}
+	pi.buf = nil
+	var dec []byte
+	for i, blk := range pi.blocks {
+		b := blk.b
+		if blk.compressed {
+			n, err := s2.DecodedLen(b)
+			if err != nil {
+				return fmt.Errorf("decode kept items: %w", err)
+			}
+			if b, err = s2.Decode(slices.Grow(dec[:0], n)[:n], b); err != nil {
+				return fmt.Errorf("decode kept items: %w", err)
+			}
+			dec = b
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		pi.blocks[i] = protoBlock{}
+	}
+	pi.blocks = nil
+	if len(pi.block) > 0 {
+		if _, err := w.Write(pi.block); err != nil {
+			return err
+		}
+	}
+	pi.block = nil
+	return nil
+}
+
+// sizeRest appends the sizes of objs, items after the kept ones: from
+// protoSizes where it has them, else measured, and then cached.
+func (pi *protoItems) sizeRest(objs []store.Object) error {
+	n := len(objs)
+	pi.keys = slices.Grow(pi.keys[:0], n)[:n]
+	pi.found = slices.Grow(pi.found[:0], n)[:n]
+	protoSizes.lookup(pi.kind, objs, pi.keys, pi.found)
+	pi.missKeys, pi.missSizes = pi.missKeys[:0], pi.missSizes[:0]
+	for i := range objs {
+		m := pi.found[i]
+		if m < 0 {
+			var err error
+			if m, err = pi.itemSize(objs[i].Value); err != nil {
+				return err
+			}
+			pi.missKeys = append(pi.missKeys, pi.keys[i])
+			pi.missSizes = append(pi.missSizes, m)
+		}
+		pi.sizes = append(pi.sizes, m)
+	}
+	if len(pi.missKeys) > 0 {
+		protoSizes.put(pi.missKeys, pi.missSizes)
+	}
+	return nil
+}
+
+// errSizeByScan stops a first pass's paging: sizeByScan sizes the rest.
+var errSizeByScan = errors.New("size the rest by a scan")
+
+// sizeByScan sizes the items after key, the last one paged, in one read
+// of the store at rev whose filter sizes each item (that passes p's
+// filter) and passes none: the store then neither copies nor keeps the
+// values, which it does for the items it returns. The read's transaction
+// does no more than the hashing (and, for an item not in protoSizes,
+// transcoding) that paging would, and writes nothing to the client.
+func (pi *protoItems) sizeByScan(ctx context.Context, p *listPager, rev int64, key store.Key) error {
+	o := p.opts
+	o.Rev, o.MaxBytes, o.Limit = rev, 0, 0
+	o.AfterNamespace, o.AfterName = key.Namespace, key.Name
+	filter := p.opts.Filter
+	var err error
+	var missKeys []servedKey
+	var missSizes []int
+	o.Filter = func(obj *store.Object) bool {
+		if err != nil || filter != nil && !filter(obj) {
+			return false
+		}
+		sk := servedKeyOf(pi.kind, obj.Value)
+		m, ok := protoSizes.get(sk)
+		if !ok {
+			if m, err = pi.itemSize(obj.Value); err != nil {
+				return false
+			}
+			missKeys, missSizes = append(missKeys, sk), append(missSizes, m)
+		}
+		pi.sizes = append(pi.sizes, m)
+		return false
+	}
+	if _, lerr := p.store.List(ctx, o); lerr != nil {
+		return lerr
+	}
+	if err != nil {
+		return err
+	}
+	protoSizes.put(missKeys, missSizes)
+	return nil
+}
+
+// itemSize is the message size of the list item value.
+func (pi *protoItems) itemSize(value []byte) (int, error) {
+	return protoItemSize(pi.kind, value)
 }
 
 // rest returns the pager of the items after the kept ones.
@@ -527,6 +716,21 @@ func appendProtoItem(dst []byte, k *registry.Kind, value []byte) ([]byte, error)
 		}
 	}
 	return appendProtoItemTyped(dst, k, value)
+}
+
+// protoItemSize is the size of the message appendProtoItem writes for a
+// stored value (without its tag and length), found without writing it.
+func protoItemSize(k *registry.Kind, value []byte) (int, error) {
+	if p := protoPlanFor(k); p != nil {
+		if n, err := protoJSONSize(p, value); err == nil {
+			return n, nil
+		}
+	}
+	m, err := protoItem(k, value)
+	if err != nil {
+		return 0, err
+	}
+	return m.Size(), nil
 }
 
 // appendProtoItemTyped is appendProtoItem through the typed object.

@@ -104,6 +104,7 @@ func TestServer_ListStreamed(t *testing.T) {
 		"/api/v1/configmaps?limit=13",
 		"/api/v1/configmaps?limit=50",
 		"/api/v1/configmaps?limit=3&labelSelector=even%3Dtrue",
+		"/api/v1/configmaps?labelSelector=even%3Dtrue",
 		"/api/v1/namespaces/a/configmaps?limit=2&continue=" + cont,
 		"/api/v1/configmaps?resourceVersion=" + past + "&resourceVersionMatch=Exact",
 		"/api/v1/configmaps?resourceVersion=" + past + "&resourceVersionMatch=Exact&limit=4",

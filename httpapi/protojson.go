@@ -4,6 +4,7 @@ import (
 	"bytes"
 	stdencoding "encoding"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -423,6 +424,29 @@ func appendProtoJSON(dst []byte, num protowire.Number, p *protoMessagePlan, valu
 	}
 	dst = protowire.AppendTag(dst, num, protowire.BytesType)
 	return protowire.AppendBytes(dst, body), nil
+}
+
+// protoJSONSize is the size of the message appendProtoJSON writes for
+// value (without its tag and length), or an error where appendProtoJSON
+// gives one: the same walk, without the copy of the message into a
+// caller's buffer.
+func protoJSONSize(p *protoMessagePlan, value []byte) (int, error) {
+	t := protoTranscoders.Get().(*protoTranscoder)
+	defer protoTranscoders.Put(t)
+	t.in, t.pos = value, 0
+	defer func() { t.in = nil }()
+	t.skipSpace()
+	lv := t.level(0)
+	body, err := t.message(lv.out[:0], p, 0)
+	t.levels[0].out = body[:0]
+	if err != nil {
+		return 0, err
+	}
+	t.skipSpace()
+	if t.pos != len(t.in) {
+		return 0, errProtoFallback
+	}
+	return len(body), nil
 }
 
 func (t *protoTranscoder) level(depth int) *protoLevel {
@@ -949,6 +973,10 @@ func (t *protoTranscoder) rawString() (s []byte, plain, ok bool) {
 		// non-ASCII (for the UTF-8 check); the rest are skipped by a
 		// table lookup each.
 		i := t.pos
+		// Eight bytes at a time while none of them needs a look.
+		for i+8 <= len(in) && !hasStringSpecial(binary.LittleEndian.Uint64(in[i:])) {
+			i += 8
+		}
 		for i < len(in) && !jsonStringSpecial[in[i]] {
 			i++
 		}
@@ -995,6 +1023,18 @@ func (t *protoTranscoder) rawString() (s []byte, plain, ok bool) {
 		}
 	}
 	return nil, false, false
+}
+
+// hasStringSpecial reports whether any of the eight bytes in w is one
+// jsonStringSpecial marks: a quote, a backslash, a control byte, or one
+// at or above 0x80. Each test is the exact "has a zero byte" test
+// ((v - 0x01..) &^ v & 0x80..) of v = w, or w with the sought byte
+// xored out; for bytes below 0x20, w minus 0x20 in each byte.
+func hasStringSpecial(w uint64) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q := w ^ (ones * '"')
+	b := w ^ (ones * '\\')
+	return (w|(q-ones)&^q|(b-ones)&^b|(w-ones*0x20)&^w)&highs != 0
 }
 
 // jsonStringSpecial marks the bytes rawString stops at.

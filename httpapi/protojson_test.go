@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -14,6 +15,7 @@ import (
 	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"sigs.k8s.io/randfill"
 
 	"github.com/edgeapi/edgeapi/registry"
@@ -93,9 +95,71 @@ func TestProtoTranscoder_MatchesTyped(t *testing.T) {
 				if !bytes.Equal(got, want) {
 					t.Fatalf("object %d: %s\ntranscoded %x\ntyped      %x", i, value, got, want)
 				}
+				checkItemSize(t, k, value, got)
 			}
 		})
 	}
+}
+
+// itemMessage returns the message of a list item as appendProtoItem
+// writes it: field 2, length-delimited.
+func itemMessage(t testing.TB, item []byte) []byte {
+	t.Helper()
+	if len(item) == 0 || item[0] != 2<<3|2 {
+		t.Fatalf("item %x: not field 2 of wire type bytes", item)
+	}
+	msg, n := protowire.ConsumeBytes(item[1:])
+	if n != len(item)-1 {
+		t.Fatalf("item %x: length prefix %d does not span the item", item, n)
+	}
+	return msg
+}
+
+// checkItemSize checks that the size-only walks give the size of item,
+// which appendProtoItem wrote for value: protoItemSize, and
+// protoJSONSize when the transcoder writes value.
+func checkItemSize(t testing.TB, k *registry.Kind, value, item []byte) {
+	t.Helper()
+	want := len(itemMessage(t, item))
+	got, err := protoItemSize(k, value)
+	if err != nil || got != want {
+		t.Fatalf("%s %q: protoItemSize = %d, %v; encoded %d", k.GVK.Kind, value, got, err, want)
+	}
+	if p := protoPlanFor(k); p != nil {
+		_, encErr := appendProtoJSON(nil, 2, p, value)
+		n, err := protoJSONSize(p, value)
+		if (err == nil) != (encErr == nil) || err == nil && n != want {
+			t.Fatalf("%s %q: protoJSONSize = %d, %v; appendProtoJSON error %v, encoded %d", k.GVK.Kind, value, n, err, encErr, want)
+		}
+	}
+}
+
+// TestProtoItemSize_TypedKinds checks protoItemSize on the random objects
+// of the kinds the transcoder leaves to the typed path.
+func TestProtoItemSize_TypedKinds(t *testing.T) {
+	_, typed := transcodedKinds(t)
+	f := protoFiller(13)
+	checked := 0
+	for _, k := range registry.Builtin().Kinds() {
+		if !slices.Contains(typed, k.GVK.String()) {
+			continue
+		}
+		for range 50 {
+			obj := k.New()
+			f.Fill(obj)
+			value, err := json.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			item, err := appendProtoItem(nil, k, value)
+			if err != nil {
+				continue // not an object the kind stores
+			}
+			checkItemSize(t, k, value, item)
+			checked++
+		}
+	}
+	t.Logf("typed path: %d kinds, %d objects", len(typed), checked)
 }
 
 // TestProtoTranscoder_Table checks stored values a random fill does not
@@ -159,6 +223,9 @@ func TestProtoTranscoder_Table(t *testing.T) {
 			if fmt.Sprint(err) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
 				t.Errorf("appendProtoItem = %x, %v; typed %x, %v", got, err, want, wantErr)
 			}
+			if err == nil {
+				checkItemSize(t, tt.kind, []byte(tt.value), got)
+			}
 		})
 	}
 }
@@ -183,7 +250,13 @@ func FuzzProtoTranscoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, value []byte, ki uint8) {
 		k := kinds[int(ki)%len(kinds)]
 		got, err := appendProtoJSON(nil, 2, protoPlanFor(k), value)
+		if n, serr := protoJSONSize(protoPlanFor(k), value); (serr == nil) != (err == nil) || err == nil && n != len(itemMessage(t, got)) {
+			t.Fatalf("%s %q: protoJSONSize = %d, %v; appendProtoJSON %x, %v", k.GVK.Kind, value, n, serr, got, err)
+		}
 		if err != nil {
+			if item, err := appendProtoItem(nil, k, value); err == nil {
+				checkItemSize(t, k, value, item)
+			}
 			return
 		}
 		want, err := appendProtoItemTyped(nil, k, value)
@@ -225,5 +298,44 @@ func BenchmarkAppendProtoItem(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestHasStringSpecial checks the eight-byte test against the byte table:
+// every byte value at every position of otherwise plain words, and
+// random words.
+func TestHasStringSpecial(t *testing.T) {
+	check := func(w [8]byte) {
+		want := false
+		for _, c := range w {
+			want = want || jsonStringSpecial[c]
+		}
+		if got := hasStringSpecial(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("hasStringSpecial(%q) = %v, want %v", w[:], got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{'a', ' ', '~', '!', '#', '[', ']', 0x21, 0x7f} {
+				var w [8]byte
+				for i := range w {
+					w[i] = fill
+				}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
+	}
+	r := rand.New(rand.NewSource(13))
+	for range 1_000_000 {
+		var w [8]byte
+		binary.LittleEndian.PutUint64(w[:], r.Uint64())
+		for i := range w {
+			// Mostly plain bytes, so that few words have many specials.
+			if r.Intn(4) > 0 {
+				w[i] = byte(0x20 + r.Intn(0x60))
+			}
+		}
+		check(w)
 	}
 }

@@ -179,6 +179,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxLargeRequests = DefaultMaxLargeRequests
 	}
 	served.setMaxBytes(cmp.Or(cfg.ServedCacheBytes, DefaultServedCacheBytes))
+	protoSizes.setMaxBytes(cmp.Or(cfg.ListBufferBytes, DefaultListBufferBytes) / 2)
 	s := &Server{
 		cfg:           cfg,
 		log:           cfg.Logger,
