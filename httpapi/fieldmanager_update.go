@@ -55,6 +55,8 @@ type updateManagers struct {
 	mu      sync.Mutex
 	entries map[updateManagedKey][]updateEntry
 	bytes   int
+	// hits counts the updates the cache answered, for tests.
+	hits int
 }
 
 // updateManagedKey is a field manager and the key of one update.
@@ -123,6 +125,9 @@ func (c *updateManagers) update(fm *managedfields.FieldManager, live, obj runtim
 	}
 	c.mu.Lock()
 	cached, hit := c.entries[updateManagedKey{fm, string(key)}]
+	if hit {
+		c.hits++
+	}
 	c.mu.Unlock()
 	if hit {
 		now := time.Now().UTC()
