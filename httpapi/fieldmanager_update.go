@@ -31,7 +31,8 @@ import (
 // manager sorts them.
 //
 // What is left to the field manager: custom resources (unstructured),
-// live objects without managedFields or uid, bodies with managedFields
+// live objects without managedFields or uid, or with entries of another
+// apiVersion, bodies with managedFields
 // other than the live object's, the last-applied annotation, objects
 // with a number that is not a plain integer (structured-merge-diff
 // compares floats by value, not by their text), nine or more live entries
@@ -104,6 +105,14 @@ func (c *updateManagers) update(fm *managedfields.FieldManager, live, obj runtim
 	}
 	if _, has := lm.GetAnnotations()[lastAppliedAnnotation]; has {
 		return fm.UpdateNoErrors(live, obj, manager)
+	}
+	// Entries of another apiVersion are compared in theirs, after a
+	// conversion that may read values.
+	gv := live.GetObjectKind().GroupVersionKind().GroupVersion().String()
+	for _, e := range liveEntries {
+		if e.APIVersion != gv {
+			return fm.UpdateNoErrors(live, obj, manager)
+		}
 	}
 	if _, has := om.GetAnnotations()[lastAppliedAnnotation]; has {
 		return fm.UpdateNoErrors(live, obj, manager)

@@ -146,6 +146,67 @@ func asStored(obj, old runtime.Object, round int) runtime.Object {
 	return obj
 }
 
+// TestUpdateManagers_Update_LeftToFieldManager: updates whose answer
+// depends on more than the key are not cached, and still get the field
+// manager's answer.
+func TestUpdateManagers_Update_LeftToFieldManager(t *testing.T) {
+	configMaps := registry.Builtin().Lookup(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"})
+	entry := func(apiVersion string) string {
+		return `{"manager":"a","operation":"Update","apiVersion":"` + apiVersion + `","time":"2020-01-01T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:x":{}}}}`
+	}
+	live := func(uid, entries, annotations, x string) string {
+		return `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default","uid":"` + uid + `"` + annotations + `,"managedFields":[` + entries + `]},"data":{"x":` + x + `}}`
+	}
+	body := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","namespace":"default"},"data":{"x":"2"}}`
+	many := strings.TrimSuffix(strings.Repeat(entry("v1")+",", 9), ",")
+	for i := range 9 {
+		many = strings.Replace(many, `"manager":"a"`, `"manager":"m`+string(rune('0'+i))+`"`, 1)
+	}
+	tests := []struct {
+		name, live, body string
+	}{
+		{"other apiVersion", live("u", entry("v1beta1"), "", `"1"`), body},
+		{"no uid", live("", entry("v1"), "", `"1"`), body},
+		{"no managedFields", live("u", "", "", `"1"`), body},
+		{"nine entries", live("u", many, "", `"1"`), body},
+		{"last-applied annotation", live("u", entry("v1"), `,"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}`, `"1"`), body},
+		{"other managedFields in the body", live("u", entry("v1"), "", `"1"`), strings.Replace(body, `"namespace":"default"`, `"namespace":"default","managedFields":[`+strings.Replace(entry("v1"), `"a"`, `"b"`, 1)+`]`, 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fms := newFieldManagers(nil)
+			fm, err := fms.get(configMaps, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 2 {
+				want := stored(t, configMaps, fm.UpdateNoErrors(decodeStoredOrFatal(t, configMaps, tt.live), decodeStoredOrFatal(t, configMaps, tt.body), "m"))
+				got := stored(t, configMaps, fms.updates.update(fm, decodeStoredOrFatal(t, configMaps, tt.live), decodeStoredOrFatal(t, configMaps, tt.body), "m"))
+				if withoutJSONTimes(got) != withoutJSONTimes(want) {
+					t.Errorf("update %d:\n%s\nwant the field manager's\n%s", i+1, got, want)
+				}
+			}
+			fms.updates.mu.Lock()
+			defer fms.updates.mu.Unlock()
+			if n := len(fms.updates.entries); n != 0 {
+				t.Errorf("%d keys cached, want none", n)
+			}
+		})
+	}
+}
+
+// withoutJSONTimes is js with the current year's times replaced.
+func withoutJSONTimes(js string) string {
+	year := time.Now().UTC().Format("2006")
+	for {
+		i := strings.Index(js, `"time":"`+year)
+		if i < 0 {
+			return js
+		}
+		js = js[:i] + `"time":"T"` + js[i+len(`"time":"2006-01-02T15:04:05Z"`):]
+	}
+}
+
 // stepObject decodes step's body for kind, with live's managedFields if
 // the step says so.
 func stepObject(t *testing.T, kind *registry.Kind, step updateStep, live runtime.Object) runtime.Object {
