@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
 )
 
@@ -31,6 +32,7 @@ import (
 // manager sorts them.
 //
 // What is left to the field manager: custom resources (unstructured),
+// objects of another kind or version than the field manager's,
 // live objects without managedFields or uid, or with entries of another
 // apiVersion, bodies with managedFields
 // other than the live object's, the last-applied annotation, objects
@@ -81,9 +83,15 @@ const (
 	updateTimeNone = -2
 )
 
-// update is fm.UpdateNoErrors(live, obj, manager), taken from the cache
-// when the field manager has seen an update with the same key.
-func (c *updateManagers) update(fm *managedfields.FieldManager, live, obj runtime.Object, manager string) runtime.Object {
+// update is fm.UpdateNoErrors(live, obj, manager) for fm, the field
+// manager of kind gvk, taken from the cache when the field manager has
+// seen an update with the same key.
+func (c *updateManagers) update(fm *managedfields.FieldManager, gvk schema.GroupVersionKind, live, obj runtime.Object, manager string) runtime.Object {
+	// The field manager sets the kind of objects of another one (its
+	// conversion to its version).
+	if live.GetObjectKind().GroupVersionKind() != gvk || obj.GetObjectKind().GroupVersionKind() != gvk {
+		return fm.UpdateNoErrors(live, obj, manager)
+	}
 	lm, err := meta.Accessor(live)
 	if err != nil {
 		return fm.UpdateNoErrors(live, obj, manager)
@@ -108,7 +116,7 @@ func (c *updateManagers) update(fm *managedfields.FieldManager, live, obj runtim
 	}
 	// Entries of another apiVersion are compared in theirs, after a
 	// conversion that may read values.
-	gv := live.GetObjectKind().GroupVersionKind().GroupVersion().String()
+	gv := gvk.GroupVersion().String()
 	for _, e := range liveEntries {
 		if e.APIVersion != gv {
 			return fm.UpdateNoErrors(live, obj, manager)

@@ -96,7 +96,7 @@ func TestUpdateManagers_Update(t *testing.T) {
 						refObj := stepObject(t, tt.kind, step, refLive)
 						obj := stepObject(t, tt.kind, step, live)
 						want = stored(t, tt.kind, fm.UpdateNoErrors(refLive.DeepCopyObject(), refObj, step.manager))
-						got = stored(t, tt.kind, fms.updates.update(fm, live.DeepCopyObject(), obj, step.manager))
+						got = stored(t, tt.kind, fms.updates.update(fm, tt.kind.GVK, live.DeepCopyObject(), obj, step.manager))
 						if time.Now().Unix() == start || attempt == 3 {
 							break
 						}
@@ -162,15 +162,22 @@ func TestUpdateManagers_Update_LeftToFieldManager(t *testing.T) {
 	for i := range 9 {
 		many = strings.Replace(many, `"manager":"a"`, `"manager":"m`+string(rune('0'+i))+`"`, 1)
 	}
+	same := func(obj runtime.Object) runtime.Object { return obj }
 	tests := []struct {
 		name, live, body string
+		// obj changes the decoded body.
+		obj func(runtime.Object) runtime.Object
 	}{
-		{"other apiVersion", live("u", entry("v1beta1"), "", `"1"`), body},
-		{"no uid", live("", entry("v1"), "", `"1"`), body},
-		{"no managedFields", live("u", "", "", `"1"`), body},
-		{"nine entries", live("u", many, "", `"1"`), body},
-		{"last-applied annotation", live("u", entry("v1"), `,"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}`, `"1"`), body},
-		{"other managedFields in the body", live("u", entry("v1"), "", `"1"`), strings.Replace(body, `"namespace":"default"`, `"namespace":"default","managedFields":[`+strings.Replace(entry("v1"), `"a"`, `"b"`, 1)+`]`, 1)},
+		{"other apiVersion", live("u", entry("v1beta1"), "", `"1"`), body, same},
+		{"no uid", live("", entry("v1"), "", `"1"`), body, same},
+		{"no managedFields", live("u", "", "", `"1"`), body, same},
+		{"nine entries", live("u", many, "", `"1"`), body, same},
+		{"last-applied annotation", live("u", entry("v1"), `,"annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}`, `"1"`), body, same},
+		{"other managedFields in the body", live("u", entry("v1"), "", `"1"`), strings.Replace(body, `"namespace":"default"`, `"namespace":"default","managedFields":[`+strings.Replace(entry("v1"), `"a"`, `"b"`, 1)+`]`, 1), same},
+		{"body without kind", live("u", entry("v1"), "", `"1"`), body, func(obj runtime.Object) runtime.Object {
+			obj.GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+			return obj
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,8 +187,12 @@ func TestUpdateManagers_Update_LeftToFieldManager(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 2 {
-				want := stored(t, configMaps, fm.UpdateNoErrors(decodeStoredOrFatal(t, configMaps, tt.live), decodeStoredOrFatal(t, configMaps, tt.body), "m"))
-				got := stored(t, configMaps, fms.updates.update(fm, decodeStoredOrFatal(t, configMaps, tt.live), decodeStoredOrFatal(t, configMaps, tt.body), "m"))
+				wantObj := tt.obj(decodeStoredOrFatal(t, configMaps, tt.body))
+				want := stored(t, configMaps, fm.UpdateNoErrors(decodeStoredOrFatal(t, configMaps, tt.live), wantObj, "m"))
+				if wantObj.GetObjectKind().GroupVersionKind() != configMaps.GVK {
+					t.Errorf("the field manager left the kind %v", wantObj.GetObjectKind().GroupVersionKind())
+				}
+				got := stored(t, configMaps, fms.updates.update(fm, configMaps.GVK, decodeStoredOrFatal(t, configMaps, tt.live), tt.obj(decodeStoredOrFatal(t, configMaps, tt.body)), "m"))
 				if withoutJSONTimes(got) != withoutJSONTimes(want) {
 					t.Errorf("update %d:\n%s\nwant the field manager's\n%s", i+1, got, want)
 				}
