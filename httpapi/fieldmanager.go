@@ -32,6 +32,8 @@ type fieldManagers struct {
 
 	// creates memoizes the managedFields of custom resource creates.
 	creates createManagers
+	// updates memoizes the managedFields of updates of built-in kinds.
+	updates updateManagers
 	// reg, when set, is the registry whose snapshot generation gen the
 	// maps were last pruned at: the entries of Unstructured kinds it no
 	// longer serves (a CRD changed or deleted) are dropped, so a kind's

@@ -173,7 +173,7 @@ func (s *Server) beforeUpdate(ctx context.Context, r *request, obj, old runtime.
 		if err != nil {
 			return nil, nil, apierrors.NewInternalError(err)
 		}
-		obj = fm.UpdateNoErrors(old, obj, manager)
+		obj = s.fieldManagers.updates.update(fm, k.GVK, old, obj, manager)
 	}
 	if err := s.admitWrite(ctx, obj, old); err != nil {
 		return nil, nil, err
