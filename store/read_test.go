@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // names lists the keys of objs as "ns/name".
@@ -270,5 +271,63 @@ func TestDB_ListPast(t *testing.T) {
 		if got := snapshot(paged); got != w.all {
 			t.Fatalf("List(rev %d, paged) =\n%s\nwant\n%s", rev, got, w.all)
 		}
+	}
+}
+
+// TestMergeList_ValuesOutliveRows: a list's values are the driver's own
+// buffers (mergeList does not copy them), so each must keep its bytes
+// after the rows that follow it are read, whatever their sizes.
+func TestMergeList_ValuesOutliveRows(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	want := map[string]string{}
+	for i := range 200 {
+		name := fmt.Sprintf("o%03d", i)
+		data := strings.Repeat(string(rune('a'+i%26)), 1+i*37%3000)
+		want[name] = string(mustCreate(t, db, key("ns", name), data).Value)
+	}
+	res, err := db.List(ctx, ListOptions{Resource: "configmaps", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != len(want) {
+		t.Fatalf("List() returned %d objects, want %d", len(res.Objects), len(want))
+	}
+	for _, o := range res.Objects {
+		if got := string(o.Value); got != want[o.Key.Name] {
+			t.Errorf("value of %s = %.40q… (%d bytes), want %.40q… (%d bytes)", o.Key.Name, got, len(got), want[o.Key.Name], len(want[o.Key.Name]))
+		}
+		if cap(o.Value) != len(o.Value) {
+			t.Errorf("value of %s has cap %d, want its length %d (an append must not reach past it)", o.Key.Name, cap(o.Value), len(o.Value))
+		}
+	}
+}
+
+func TestOwnedValue_Keep(t *testing.T) {
+	shared := []byte("first value")
+	fresh := []byte("second value")
+	var a arena
+	var w ownedValue
+
+	got := w.keep(fresh, &a)
+	if unsafe.SliceData(got) != unsafe.SliceData(fresh) || string(got) != "second value" {
+		t.Errorf("keep(new buffer) = %q at a copy, want the buffer itself", got)
+	}
+	got = w.keep(shared, &a)
+	if unsafe.SliceData(got) != unsafe.SliceData(shared) {
+		t.Errorf("keep(another new buffer) copied it, want the buffer itself")
+	}
+	// The driver hands out the same buffer again: from now on, copies.
+	reused := shared[:5]
+	got = w.keep(reused, &a)
+	if unsafe.SliceData(got) == unsafe.SliceData(reused) || string(got) != "first" {
+		t.Errorf("keep(reused buffer) = %q, want a copy of %q", got, "first")
+	}
+	got = w.keep(fresh, &a)
+	if unsafe.SliceData(got) == unsafe.SliceData(fresh) || string(got) != "second value" {
+		t.Errorf("keep(new buffer after a reuse) = %q, want a copy", got)
+	}
+	if got := w.keep(nil, &a); len(got) != 0 {
+		t.Errorf("keep(nil) = %q, want empty", got)
 	}
 }
