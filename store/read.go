@@ -233,6 +233,9 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions, decodeRow func(K
 		own   ownedValue
 		haveR bool
 		size  int
+		// packed is declared once: Scan's pointer to it would move a
+		// per-row variable to the heap.
+		packed string
 	)
 	row.Key.Resource = opts.Resource
 	nextRow := func() error {
@@ -240,7 +243,6 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions, decodeRow func(K
 		if !haveR {
 			return rows.Err()
 		}
-		var packed string
 		if err := rows.Scan(&packed, &row.CreateRev, &row.ModRev, &raw); err != nil {
 			return err
 		}
