@@ -187,6 +187,10 @@ func (db *DB) list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compa
 		res.Remaining = -1
 	default:
 		last := res.Objects[len(res.Objects)-1].Key
+		if n, ok := db.remaining.nextPage(opts.Resource, opts.Namespace, rev, afterNS, afterName, len(res.Objects), last); ok {
+			res.Remaining = n
+			break
+		}
 		var n int64
 		switch {
 		case opts.Namespace != "" && rev == cur:
@@ -207,6 +211,7 @@ func (db *DB) list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compa
 			}
 		}
 		res.Remaining = n
+		db.remaining.put(opts.Resource, opts.Namespace, rev, last, n)
 	}
 	return res, nil
 }
