@@ -262,7 +262,10 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions, decodeRow func(K
 	if err := nextRow(); err != nil {
 		return res, err
 	}
-	if opts.Limit > 0 {
+	switch {
+	case cap(opts.Objects) > 0:
+		res.Objects = opts.Objects[:0]
+	case opts.Limit > 0:
 		res.Objects = make([]Object, 0, min(opts.Limit, 1024))
 	}
 	for haveR || len(past) > 0 {

@@ -331,3 +331,51 @@ func TestOwnedValue_Keep(t *testing.T) {
 		t.Errorf("keep(nil) = %q, want empty", got)
 	}
 }
+
+// TestDB_ListObjectsBuffer: a list given ListOptions.Objects returns its
+// objects in that slice, from its start, and pages read one into the
+// other's slice each hold their own objects.
+func TestDB_ListObjectsBuffer(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	var all []string
+	for i := range 10 {
+		name := fmt.Sprintf("o%02d", i)
+		mustCreate(t, db, key("ns", name), name)
+		all = append(all, "ns/"+name)
+	}
+	buf := make([]Object, 2, 8)
+	res, err := db.List(ctx, ListOptions{Resource: "configmaps", Limit: 4, Objects: buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(res.Objects); strings.Join(got, " ") != strings.Join(all[:4], " ") {
+		t.Errorf("List(Objects: buf) = %v, want %v", got, all[:4])
+	}
+	if &res.Objects[0] != &buf[:1][0] {
+		t.Errorf("List(Objects: buf) returned a new slice, want buf's array")
+	}
+
+	var got []string
+	o := ListOptions{Resource: "configmaps", Limit: 3}
+	for {
+		res, err := db.List(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range res.Objects {
+			got = append(got, obj.Key.Namespace+"/"+obj.Key.Name)
+			if !bytes.Contains(obj.Value, []byte(`"`+obj.Key.Name+`"`)) {
+				t.Errorf("%s: value %s is another object's", obj.Key.Name, obj.Value)
+			}
+		}
+		if !res.More {
+			break
+		}
+		last := res.Objects[len(res.Objects)-1].Key
+		o.AfterNamespace, o.AfterName, o.Objects = last.Namespace, last.Name, res.Objects
+	}
+	if strings.Join(got, " ") != strings.Join(all, " ") {
+		t.Errorf("pages read into each other's slices = %v, want %v", got, all)
+	}
+}
