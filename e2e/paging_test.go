@@ -325,3 +325,54 @@ func TestList_ContinueAfterCompaction(t *testing.T) {
 		}
 	})
 }
+
+// TestList_RemainingItemCountTwoLists follows two paged lists that start
+// after the same ConfigMap at different resourceVersions, with deletes
+// between them: each page's remainingItemCount is the count at its own
+// list's resourceVersion (later pages take it from the page before, so
+// one list's count must never leak into the other's).
+func TestList_RemainingItemCountTwoLists(t *testing.T) {
+	t.Parallel()
+	d := StartDaemon(t)
+	cs := d.Clientset()
+	ctx := context.Background()
+	const ns = "remaining"
+	createNamespace(t, cs, ns)
+	createConfigMaps(t, cs, ns, "cm-", 10)
+	base := "/api/v1/namespaces/" + ns + "/configmaps?limit=3"
+
+	a1 := rawGet(t, d, base).cmList(t, "list A page 1")
+	for _, name := range []string{"cm-0005", "cm-0007"} {
+		if err := cs.CoreV1().ConfigMaps(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b1 := rawGet(t, d, base).cmList(t, "list B page 1")
+	b2 := rawGet(t, d, base+"&continue="+url.QueryEscape(b1.Continue)).cmList(t, "list B page 2")
+	a2 := rawGet(t, d, base+"&continue="+url.QueryEscape(a1.Continue)).cmList(t, "list A page 2")
+	a3 := rawGet(t, d, base+"&continue="+url.QueryEscape(a2.Continue)).cmList(t, "list A page 3")
+
+	tests := []struct {
+		what string
+		page corev1.ConfigMapList
+		last string
+		want *int64
+	}{
+		{what: "list A page 1", page: a1, last: "cm-0002", want: ptr(int64(7))},
+		{what: "list A page 2", page: a2, last: "cm-0005", want: ptr(int64(4))},
+		{what: "list A page 3", page: a3, last: "cm-0008", want: ptr(int64(1))},
+		{what: "list B page 1", page: b1, last: "cm-0002", want: ptr(int64(5))},
+		{what: "list B page 2", page: b2, last: "cm-0006", want: ptr(int64(2))},
+	}
+	for _, tt := range tests {
+		if n := len(tt.page.Items); n != 3 || tt.page.Items[n-1].Name != tt.last {
+			t.Errorf("%s: %d items ending %v, want 3 ending %s", tt.what, n, itemLines(tt.page.Items), tt.last)
+		}
+		if got := tt.page.RemainingItemCount; got == nil || *got != *tt.want {
+			t.Errorf("%s: remainingItemCount %v, want %d", tt.what, deref(got), *tt.want)
+		}
+	}
+	if a1.ResourceVersion == b1.ResourceVersion {
+		t.Errorf("both lists at resourceVersion %s: the deletes between them did not count", a1.ResourceVersion)
+	}
+}

@@ -51,7 +51,8 @@ type listPager struct {
 // pages calls fn with each page of the list in order, starting with
 // *first (the page already read with p.opts, which it clears so that it can
 // be collected once written), and returns the last page read and the
-// number of objects. fn must not retain the objects.
+// number of objects. fn must not retain the objects: each page is read
+// into the slice of the one before.
 func (p *listPager) pages(ctx context.Context, first *store.ListResult, fn func([]store.Object) error) (last store.ListResult, n int, err error) {
 	res := *first
 	*first = store.ListResult{}
@@ -67,6 +68,8 @@ func (p *listPager) pages(ctx context.Context, first *store.ListResult, fn func(
 		}
 		k := res.Objects[len(res.Objects)-1].Key
 		o.AfterNamespace, o.AfterName = k.Namespace, k.Name
+		// fn is done with the page: the next one is read into it.
+		o.Objects = res.Objects[:0]
 		if p.opts.Limit > 0 {
 			o.Limit = p.opts.Limit - n
 		}

@@ -152,7 +152,10 @@ type DB struct {
 	// the writer (WAL). Every read transaction on it passes readers.
 	readDB  *sql.DB
 	getStmt *sql.Stmt
-	readers readGate
+	// remaining spares the later pages of a paged list their count
+	// (remaining.go).
+	remaining remainingCache
+	readers   readGate
 	// ckptDB holds exactly one connection, ckptConn, used by the
 	// checkpointer goroutine, or by the writer goroutine on its behalf
 	// while it waits (see checkpoint.go).

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
 
 // names lists the keys of objs as "ns/name".
@@ -270,5 +271,111 @@ func TestDB_ListPast(t *testing.T) {
 		if got := snapshot(paged); got != w.all {
 			t.Fatalf("List(rev %d, paged) =\n%s\nwant\n%s", rev, got, w.all)
 		}
+	}
+}
+
+// TestMergeList_ValuesOutliveRows: a list's values are the driver's own
+// buffers (mergeList does not copy them), so each must keep its bytes
+// after the rows that follow it are read, whatever their sizes.
+func TestMergeList_ValuesOutliveRows(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	want := map[string]string{}
+	for i := range 200 {
+		name := fmt.Sprintf("o%03d", i)
+		data := strings.Repeat(string(rune('a'+i%26)), 1+i*37%3000)
+		want[name] = string(mustCreate(t, db, key("ns", name), data).Value)
+	}
+	res, err := db.List(ctx, ListOptions{Resource: "configmaps", Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Objects) != len(want) {
+		t.Fatalf("List() returned %d objects, want %d", len(res.Objects), len(want))
+	}
+	for _, o := range res.Objects {
+		if got := string(o.Value); got != want[o.Key.Name] {
+			t.Errorf("value of %s = %.40q… (%d bytes), want %.40q… (%d bytes)", o.Key.Name, got, len(got), want[o.Key.Name], len(want[o.Key.Name]))
+		}
+		if cap(o.Value) != len(o.Value) {
+			t.Errorf("value of %s has cap %d, want its length %d (an append must not reach past it)", o.Key.Name, cap(o.Value), len(o.Value))
+		}
+	}
+}
+
+func TestOwnedValue_Keep(t *testing.T) {
+	shared := []byte("first value")
+	fresh := []byte("second value")
+	var a arena
+	var w ownedValue
+
+	got := w.keep(fresh, &a)
+	if unsafe.SliceData(got) != unsafe.SliceData(fresh) || string(got) != "second value" {
+		t.Errorf("keep(new buffer) = %q at a copy, want the buffer itself", got)
+	}
+	got = w.keep(shared, &a)
+	if unsafe.SliceData(got) != unsafe.SliceData(shared) {
+		t.Errorf("keep(another new buffer) copied it, want the buffer itself")
+	}
+	// The driver hands out the same buffer again: from now on, copies.
+	reused := shared[:5]
+	got = w.keep(reused, &a)
+	if unsafe.SliceData(got) == unsafe.SliceData(reused) || string(got) != "first" {
+		t.Errorf("keep(reused buffer) = %q, want a copy of %q", got, "first")
+	}
+	got = w.keep(fresh, &a)
+	if unsafe.SliceData(got) == unsafe.SliceData(fresh) || string(got) != "second value" {
+		t.Errorf("keep(new buffer after a reuse) = %q, want a copy", got)
+	}
+	if got := w.keep(nil, &a); len(got) != 0 {
+		t.Errorf("keep(nil) = %q, want empty", got)
+	}
+}
+
+// TestDB_ListObjectsBuffer: a list given ListOptions.Objects returns its
+// objects in that slice, from its start, and pages read one into the
+// other's slice each hold their own objects.
+func TestDB_ListObjectsBuffer(t *testing.T) {
+	db := openTest(t, Config{})
+	ctx := context.Background()
+	var all []string
+	for i := range 10 {
+		name := fmt.Sprintf("o%02d", i)
+		mustCreate(t, db, key("ns", name), name)
+		all = append(all, "ns/"+name)
+	}
+	buf := make([]Object, 2, 8)
+	res, err := db.List(ctx, ListOptions{Resource: "configmaps", Limit: 4, Objects: buf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(res.Objects); strings.Join(got, " ") != strings.Join(all[:4], " ") {
+		t.Errorf("List(Objects: buf) = %v, want %v", got, all[:4])
+	}
+	if &res.Objects[0] != &buf[:1][0] {
+		t.Errorf("List(Objects: buf) returned a new slice, want buf's array")
+	}
+
+	var got []string
+	o := ListOptions{Resource: "configmaps", Limit: 3}
+	for {
+		res, err := db.List(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range res.Objects {
+			got = append(got, obj.Key.Namespace+"/"+obj.Key.Name)
+			if !bytes.Contains(obj.Value, []byte(`"`+obj.Key.Name+`"`)) {
+				t.Errorf("%s: value %s is another object's", obj.Key.Name, obj.Value)
+			}
+		}
+		if !res.More {
+			break
+		}
+		last := res.Objects[len(res.Objects)-1].Key
+		o.AfterNamespace, o.AfterName, o.Objects = last.Namespace, last.Name, res.Objects
+	}
+	if strings.Join(got, " ") != strings.Join(all, " ") {
+		t.Errorf("pages read into each other's slices = %v, want %v", got, all)
 	}
 }

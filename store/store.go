@@ -145,6 +145,11 @@ type ListOptions struct {
 	// returned). Such a list is Cut: a caller reads the rest with further
 	// calls at the same Rev, after the last key, under a Hold.
 	MaxBytes int
+	// Objects, when it has room, is where the result's objects go (from
+	// its start, overwriting what it holds): a caller reading a list page
+	// by page passes the page before, once done with it, so that each
+	// page does not grow a slice of its own. Nil: a new slice.
+	Objects []Object
 }
 
 // ListResult is one consistent snapshot.
