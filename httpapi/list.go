@@ -54,6 +54,11 @@ func (s *Server) handleGet(r *request) error {
 	if err != nil {
 		return s.writeError(c, storeError(err, r.gr(), r.ri.Name))
 	}
+	if r.rep.enc == encProtobuf && r.rep.as == asObject {
+		if b, ok := servedProtoObject(r.kind, obj.Value); ok {
+			return c.Blob(http.StatusOK, mediaProtobuf, b)
+		}
+	}
 	return s.writeStored(c, http.StatusOK, r.rep, r.kind, obj.Value)
 }
 
