@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -29,6 +30,10 @@ type Authorizer struct {
 	// subjectsOf remembers the subject keys each binding was indexed
 	// under, so that an update or delete can unindex it.
 	subjectsOf map[bindingID][]subjectKey
+	// decisions remembers allowed requests until the index changes
+	// (decisions.go); read and filled under mu's read lock, replaced
+	// under its write lock.
+	decisions atomic.Pointer[decisionCache]
 }
 
 // subjectKey is "u:<user name>" or "g:<group name>".
@@ -71,13 +76,15 @@ func (x subjectIndex) remove(k subjectKey, id bindingID) {
 // New returns an Authorizer with an empty index: it denies everyone but
 // system:masters until it is fed.
 func New() *Authorizer {
-	return &Authorizer{
+	a := &Authorizer{
 		roles:           map[string]map[string][]rbacv1.PolicyRule{},
 		clusterRoles:    map[string][]rbacv1.PolicyRule{},
 		clusterBindings: subjectIndex{},
 		bindings:        map[string]subjectIndex{},
 		subjectsOf:      map[bindingID][]subjectKey{},
 	}
+	a.decisions.Store(&decisionCache{})
+	return a
 }
 
 // Authorize implements authorizer.Authorizer. It allows when one rule of
@@ -139,6 +146,22 @@ func (a *Authorizer) AuthorizeQuiet(ctx context.Context, attrs authorizer.Attrib
 func (a *Authorizer) allowedByAnyRule(attrs authorizer.Attributes, u user.Info) bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	key, cacheable := decisionKeyOf(u, attrs)
+	if cacheable && a.cachedAllow(key) {
+		return true
+	}
+	if !a.unsafeAllowedLocked(attrs, u) {
+		return false
+	}
+	if cacheable {
+		a.rememberAllow(key)
+	}
+	return true
+}
+
+// unsafeAllowedLocked is allowedByAnyRule without the cache; the caller
+// holds mu.
+func (a *Authorizer) unsafeAllowedLocked(attrs authorizer.Attributes, u user.Info) bool {
 	if a.anyAllowsLocked(a.clusterBindings, attrs, u) {
 		return true
 	}
