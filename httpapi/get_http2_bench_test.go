@@ -25,7 +25,7 @@ import (
 // BenchmarkServer_GetHTTP2 measures GET by name as client-go makes it:
 // one HTTP/2 connection over TLS, 16 concurrent streams, Accept Protobuf,
 // by a user whose right to read comes from one of 1,000 RoleBindings
-// (the daemon's token authentication is replaced by a handler that puts
+// and the bootstrap policy (the daemon's token authentication is replaced by a handler that puts
 // the user in the request's context). The allocations and server CPU per
 // operation include the client's, which runs in the same process; compare
 // versions, not with BenchmarkServer_Get.
@@ -45,6 +45,7 @@ func benchmarkGetHTTP2(b *testing.B, accept string) {
 		b.Fatal(err)
 	}
 	a := rbac.New()
+	loadBootstrapPolicy(b, a)
 	a.Apply(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "editor"},
 		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch", "create"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}}})
 	for i := range 1000 {
