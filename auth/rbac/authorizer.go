@@ -3,10 +3,10 @@ package rbac
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -31,9 +31,11 @@ type Authorizer struct {
 	// under, so that an update or delete can unindex it.
 	subjectsOf map[bindingID][]subjectKey
 	// decisions remembers allowed requests until the index changes
-	// (decisions.go); read and filled under mu's read lock, replaced
-	// under its write lock.
-	decisions atomic.Pointer[decisionCache]
+	// (decisions.go); read and filled under mu's read lock.
+	decisions *decisionCache
+	// gen counts the changes to the index; a remembered decision
+	// answers only at the generation it was made.
+	gen uint64
 }
 
 // subjectKey is "u:<user name>" or "g:<group name>".
@@ -83,7 +85,7 @@ func New() *Authorizer {
 		bindings:        map[string]subjectIndex{},
 		subjectsOf:      map[bindingID][]subjectKey{},
 	}
-	a.decisions.Store(&decisionCache{})
+	a.decisions = &decisionCache{seed: maphash.MakeSeed()}
 	return a
 }
 
@@ -147,14 +149,14 @@ func (a *Authorizer) allowedByAnyRule(attrs authorizer.Attributes, u user.Info) 
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	key, cacheable := decisionKeyOf(u, attrs)
-	if cacheable && a.cachedAllow(key) {
+	if cacheable && a.cachedAllow(&key) {
 		return true
 	}
 	if !a.unsafeAllowedLocked(attrs, u) {
 		return false
 	}
 	if cacheable {
-		a.rememberAllow(key)
+		a.rememberAllow(&key)
 	}
 	return true
 }

@@ -1,7 +1,7 @@
 package rbac
 
 import (
-	"sync"
+	"hash/maphash"
 	"sync/atomic"
 
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -16,15 +16,18 @@ import (
 // brings the bootstrap discovery roles), about 1.5 µs of a GET. So
 // AuthorizeQuiet remembers the requests it allowed, by everything the
 // decision reads: the user's name and groups and the request's
-// attributes. Every change to the index (Apply, Delete) starts a new,
-// empty cache under the index's write lock, so no decision outlives the
-// RBAC objects it was made from: a request is never allowed from the
-// cache that the index would refuse. Refusals are not cached (they take
-// Authorize's path for their reason). The cache starts over when it holds
-// decisionCacheMax decisions.
+// attributes, in a table of decisionSlots entries. Every change to the
+// index (Apply, Delete, a relist) starts a new generation under the
+// index's write lock, and a remembered decision answers only in the
+// generation it was made in, so no decision outlives the RBAC objects it
+// was made from: a request is never allowed from the cache that the index
+// would refuse. Refusals are not cached (they take
+// Authorize's path for their reason).
 
-// decisionCacheMax bounds the decisions remembered.
-const decisionCacheMax = 4096
+// decisionSlots is how many decisions are remembered: a direct-mapped
+// table, where a decision takes the slot of its key's hash and replaces
+// whatever was there.
+const decisionSlots = 4096
 
 // decisionGroups is how many groups a cached decision's user may have; a
 // user with more is decided every time.
@@ -36,14 +39,21 @@ type decisionKey struct {
 	groups  [decisionGroups]string
 	ngroups int
 
-	resourceRequest                                               bool
+	resourceRequest                                              bool
 	verb, apiGroup, resource, subresource, namespace, name, path string
 }
 
-// decisionCache is one generation of remembered decisions.
+// decisionEntry is a remembered allowed decision, valid while the index
+// is at generation gen.
+type decisionEntry struct {
+	gen uint64
+	key decisionKey
+}
+
+// decisionCache is the table of remembered decisions.
 type decisionCache struct {
-	allowed sync.Map // decisionKey -> struct{}
-	n       atomic.Int64
+	seed  maphash.Seed
+	slots [decisionSlots]atomic.Pointer[decisionEntry]
 }
 
 // decisionKeyOf returns the key of attrs made by u; ok is false when the
@@ -65,32 +75,53 @@ func decisionKeyOf(u user.Info, attrs authorizer.Attributes) (decisionKey, bool)
 		k.namespace, k.name = attrs.GetNamespace(), attrs.GetName()
 	} else {
 		// A non-resource rule reads only the verb and the path
-		// (RuleAllows), and ClusterRoleBindings only.
+		// (RuleAllows).
 		k.path = attrs.GetPath()
 	}
 	return k, true
 }
 
-// cachedAllow reports whether the current cache remembers key as allowed.
-// The caller holds mu for reading.
-func (a *Authorizer) cachedAllow(key decisionKey) bool {
-	_, ok := a.decisions.Load().allowed.Load(key)
-	return ok
+// slot returns the slot of key.
+func (c *decisionCache) slot(key *decisionKey) *atomic.Pointer[decisionEntry] {
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	str := func(s string) {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	str(key.user)
+	for _, g := range key.groups[:key.ngroups] {
+		str(g)
+	}
+	h.WriteByte(byte(key.ngroups))
+	if key.resourceRequest {
+		h.WriteByte(1)
+	}
+	str(key.verb)
+	str(key.apiGroup)
+	str(key.resource)
+	str(key.subresource)
+	str(key.namespace)
+	str(key.name)
+	str(key.path)
+	return &c.slots[h.Sum64()%decisionSlots]
+}
+
+// cachedAllow reports whether the cache remembers key as allowed at the
+// index's current generation. The caller holds mu for reading.
+func (a *Authorizer) cachedAllow(key *decisionKey) bool {
+	e := a.decisions.slot(key).Load()
+	return e != nil && e.gen == a.gen && e.key == *key
 }
 
 // rememberAllow remembers key as allowed; the caller holds mu for reading
 // and decided key under that lock.
-func (a *Authorizer) rememberAllow(key decisionKey) {
-	c := a.decisions.Load()
-	if c.n.Add(1) > decisionCacheMax {
-		a.decisions.CompareAndSwap(c, &decisionCache{})
-		return
-	}
-	c.allowed.Store(key, struct{}{})
+func (a *Authorizer) rememberAllow(key *decisionKey) {
+	a.decisions.slot(key).Store(&decisionEntry{gen: a.gen, key: *key})
 }
 
-// unsafeForgetDecisionsLocked drops every remembered decision; the caller
-// holds mu for writing, having changed the index.
+// unsafeForgetDecisionsLocked makes every remembered decision stale; the
+// caller holds mu for writing, having changed the index.
 func (a *Authorizer) unsafeForgetDecisionsLocked() {
-	a.decisions.Store(&decisionCache{})
+	a.gen++
 }

@@ -102,15 +102,15 @@ func TestAuthorizer_AuthorizeQuiet_cacheKey(t *testing.T) {
 			t.Errorf("%s: got %s, want deny", name, got)
 		}
 	}
-	// More decisions than the cache holds: it starts over, and still
+	// More decisions than the cache has slots: they replace each other, and still
 	// decides right.
-	for i := range decisionCacheMax + 10 {
+	for i := range decisionSlots + 10 {
 		u := as(fmt.Sprintf("user-%d", i), "readers")
 		if got := quiet(t, a, with(res("get", "", "configmaps", "", "team", "cm"), u)); got != "allow" {
 			t.Fatalf("user %d: got %s, want allow", i, got)
 		}
 	}
 	if got := quiet(t, a, allowed); got != "allow" {
-		t.Errorf("allowed after the cache started over: got %s, want allow", got)
+		t.Errorf("allowed after more decisions than slots: got %s, want allow", got)
 	}
 }
