@@ -35,10 +35,12 @@ var futureRevWait = 3 * time.Second
 
 func (s *Server) handleGet(r *request) error {
 	c := r.c
-	q := c.Request().URL.Query()
 	var opts metav1.GetOptions
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
-		return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+	// Without a query there is nothing to decode (most GETs).
+	if c.Request().URL.RawQuery != "" {
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(c.Request().URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+			return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+		}
 	}
 	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		rv, err := parseResourceVersion(opts.ResourceVersion)
