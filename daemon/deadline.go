@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -44,7 +43,7 @@ func withRequestDeadline(next http.Handler, max time.Duration, writeError func(h
 				timeout = d
 			}
 		}
-		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		ctx, cancel := newLazyDeadline(r.Context(), time.Now().Add(timeout))
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})

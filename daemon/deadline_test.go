@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -100,5 +101,19 @@ func BenchmarkWithRequestDeadline(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		h.ServeHTTP(w, r)
+	}
+}
+
+// BenchmarkWithRequestDeadline_HTTP2 is BenchmarkWithRequestDeadline
+// with a cancelable parent context, as an HTTP/2 stream's request has.
+func BenchmarkWithRequestDeadline_HTTP2(b *testing.B) {
+	h := withRequestDeadline(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), time.Minute, nil)
+	w := httptest.NewRecorder()
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx, cancel := context.WithCancel(context.Background())
+		r := httptest.NewRequestWithContext(ctx, http.MethodGet, "/api/v1/namespaces/default/configmaps/x", nil)
+		h.ServeHTTP(w, r)
+		cancel()
 	}
 }

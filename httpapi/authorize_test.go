@@ -16,6 +16,7 @@ import (
 
 	"github.com/edgeapi/edgeapi/auth/authz"
 	"github.com/edgeapi/edgeapi/auth/rbac"
+	"github.com/edgeapi/edgeapi/auth/rbac/bootstrap"
 )
 
 // kubeAttributes is what kube-apiserver's authorization filter asks its
@@ -153,8 +154,35 @@ func FuzzRequestAttributes(f *testing.F) {
 // bound by one of 1,000 RoleBindings across 100 namespaces: the request's
 // attributes and the RBAC decision (system:masters first, as the daemon
 // builds it). Compare with BenchmarkServer_Get.
-func BenchmarkAuthorize_Get(b *testing.B) {
+func BenchmarkAuthorize_Get(b *testing.B) { benchmarkAuthorizeGet(b, false) }
+
+// BenchmarkAuthorize_GetBootstrap is BenchmarkAuthorize_Get with the
+// bootstrap policy the daemon writes, whose ClusterRoleBindings to
+// system:authenticated every decision of the user reads.
+func BenchmarkAuthorize_GetBootstrap(b *testing.B) { benchmarkAuthorizeGet(b, true) }
+
+// loadBootstrapPolicy applies the daemon's bootstrap ClusterRoles and
+// ClusterRoleBindings to a.
+func loadBootstrapPolicy(b testing.TB, a *rbac.Authorizer) {
+	p, err := bootstrap.Load()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range p.ClusterRoles {
+		r := p.ClusterRoles[i]
+		r.Rules = rbac.AggregateRules(&r, p.ClusterRoles)
+		a.Apply(&r)
+	}
+	for i := range p.ClusterRoleBindings {
+		a.Apply(&p.ClusterRoleBindings[i])
+	}
+}
+
+func benchmarkAuthorizeGet(b *testing.B, withBootstrap bool) {
 	a := rbac.New()
+	if withBootstrap {
+		loadBootstrapPolicy(b, a)
+	}
 	a.Apply(&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "reader"},
 		Rules: []rbacv1.PolicyRule{{Verbs: []string{"get", "list", "watch"}, APIGroups: []string{""}, Resources: []string{"configmaps"}}}})
 	for i := 0; i < 1000; i++ {

@@ -60,7 +60,7 @@ func (s *Server) resolve(c echo.Context) (*request, error) {
 		// HEAD is 405, and a HEAD on a watch must not stream.
 		return nil, s.writeError(c, errMethodNotAllowed())
 	}
-	ri, ok := parseRequestInfo(req.Method, req.URL.Path, watchParam(req.URL.Query()))
+	ri, ok := parseRequestInfo(req.Method, req.URL.Path, req.URL.RawQuery != "" && watchParam(req.URL.Query()))
 	if !ok {
 		trimmed := strings.Trim(req.URL.Path, "/")
 		switch {

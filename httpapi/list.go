@@ -37,10 +37,12 @@ var futureRevWait = 3 * time.Second
 
 func (s *Server) handleGet(r *request) error {
 	c := r.c
-	q := c.Request().URL.Query()
 	var opts metav1.GetOptions
-	if err := metainternalversionscheme.ParameterCodec.DecodeParameters(q, metav1.SchemeGroupVersion, &opts); err != nil {
-		return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+	// Without a query there is nothing to decode (most GETs).
+	if c.Request().URL.RawQuery != "" {
+		if err := metainternalversionscheme.ParameterCodec.DecodeParameters(c.Request().URL.Query(), metav1.SchemeGroupVersion, &opts); err != nil {
+			return s.writeError(c, apierrors.NewBadRequest(err.Error()))
+		}
 	}
 	if opts.ResourceVersion != "" && opts.ResourceVersion != "0" {
 		rv, err := parseResourceVersion(opts.ResourceVersion)
@@ -55,6 +57,11 @@ func (s *Server) handleGet(r *request) error {
 	obj, err := s.cfg.Store.Get(c.Request().Context(), s.key(r.kind, r.ri.Namespace, r.ri.Name))
 	if err != nil {
 		return s.writeError(c, storeError(err, r.gr(), r.ri.Name))
+	}
+	if r.rep.enc == encProtobuf && r.rep.as == asObject {
+		if b, ok := servedProtoObject(r.kind, obj.Value); ok {
+			return c.Blob(http.StatusOK, mediaProtobuf, b)
+		}
 	}
 	return s.writeStored(c, http.StatusOK, r.rep, r.kind, obj.Value)
 }

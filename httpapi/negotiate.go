@@ -5,6 +5,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 )
 
 // This file is the one place that decides representation: what a request
@@ -67,6 +69,48 @@ func negotiateOutput(accept string) (representation, bool) {
 // it to JSON and YAML (RequestScope.StandardSerializers): the next clause
 // is tried.
 func negotiateOutputFor(accept string, unstructured bool) (representation, bool) {
+	key := negotiatedKey{accept, unstructured}
+	if v, ok := negotiated.Load(key); ok {
+		n := v.(negotiation)
+		return n.rep, n.ok
+	}
+	rep, ok := negotiateOutputUncached(accept, unstructured)
+	if len(accept) <= negotiatedMaxAccept && negotiatedCount.Load() < negotiatedMaxEntries {
+		if _, loaded := negotiated.LoadOrStore(key, negotiation{rep, ok}); !loaded {
+			negotiatedCount.Add(1)
+		}
+	}
+	return rep, ok
+}
+
+// The representations of the Accept headers met so far: a client sends
+// the same header on every request, and parsing it (mime.ParseMediaType
+// for each clause) cost more than a microsecond of a GET. The answer
+// depends on nothing but the header, so entries never go stale; the
+// cache stops growing at negotiatedMaxEntries headers of at most
+// negotiatedMaxAccept bytes, and other headers are parsed every time.
+var (
+	negotiated      sync.Map // negotiatedKey -> negotiation
+	negotiatedCount atomic.Int64
+)
+
+const (
+	negotiatedMaxEntries = 256
+	negotiatedMaxAccept  = 256
+)
+
+type negotiatedKey struct {
+	accept       string
+	unstructured bool
+}
+
+type negotiation struct {
+	rep representation
+	ok  bool
+}
+
+// negotiateOutputUncached is negotiateOutputFor without the cache.
+func negotiateOutputUncached(accept string, unstructured bool) (representation, bool) {
 	for _, c := range acceptClauses(accept) {
 		if r, ok := matchClause(c); ok {
 			if unstructured && r.enc == encProtobuf && r.as == asObject {

@@ -72,3 +72,43 @@ func TestAppendProtoObject_Fallback(t *testing.T) {
 		}
 	}
 }
+
+// TestServedProtoObject: a GET's Protobuf document comes from the served
+// cache the second time, and is the transcoder's; a changed object (a new
+// resourceVersion) gets its own document, not the cached one.
+func TestServedProtoObject(t *testing.T) {
+	kinds, _ := transcodedKinds(t)
+	k := kinds[0]
+	obj := k.New()
+	protoFiller(31).Fill(obj)
+	value, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := appendProtoObject(nil, k, value)
+	if !ok {
+		t.Fatalf("the transcoder gave up on %s", value)
+	}
+	first, ok := servedProtoObject(k, value)
+	if !ok || !bytes.Equal(first, want) {
+		t.Fatalf("first: got %x, want %x", first, want)
+	}
+	second, ok := servedProtoObject(k, bytes.Clone(value))
+	if !ok || !bytes.Equal(second, want) {
+		t.Fatalf("second: got %x, want %x", second, want)
+	}
+	if &second[0] != &first[0] {
+		t.Errorf("second: got a new document, want the cached one")
+	}
+	obj2 := k.New()
+	protoFiller(32).Fill(obj2)
+	value2, err := json.Marshal(obj2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want2, _ := appendProtoObject(nil, k, value2)
+	got2, ok := servedProtoObject(k, value2)
+	if !ok || !bytes.Equal(got2, want2) || bytes.Equal(got2, want) {
+		t.Errorf("changed object: got %x, want %x", got2, want2)
+	}
+}

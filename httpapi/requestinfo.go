@@ -38,8 +38,8 @@ var namespaceSubresources = map[string]bool{"status": true, "finalize": true}
 // path is not of that form (e.g. "/apis" alone: the caller handles
 // discovery).
 func parseRequestInfo(method, path string, watchParam bool) (ri requestInfo, ok bool) {
-	path = strings.Trim(path, "/")
-	parts := strings.Split(path, "/")
+	var buf [10]string
+	parts := splitPath(path, buf[:0])
 	switch {
 	case len(parts) >= 2 && parts[0] == "api":
 		ri.Prefix, ri.Version = "api", parts[1]

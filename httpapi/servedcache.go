@@ -31,6 +31,9 @@ type servedKey struct {
 	kind   *registry.Kind
 	h1, h2 uint64
 	n      int
+	// proto marks the entry of the value's Protobuf document
+	// (servedProtoObject) rather than its served JSON.
+	proto bool
 }
 
 const (
@@ -84,4 +87,27 @@ func (c *servedCache) setMaxBytes(n int) {
 		c.entries = map[servedKey][]byte{}
 		c.bytes = 0
 	}
+}
+
+// servedProtoObject is appendProtoObject(nil, k, value) for a GET: the
+// Protobuf document of a stored object is kept in the served cache beside
+// the served JSON, under the same bound, so that repeated GETs of an
+// unchanged object by client-go's typed clients (which ask for Protobuf)
+// skip the transcoder (about 5 µs of a 1 KB ConfigMap's GET over HTTP/2,
+// against 0.2 µs for the two hashes of the key). The slice is shared:
+// callers must not modify it.
+func servedProtoObject(k *registry.Kind, value []byte) ([]byte, bool) {
+	if len(value) > servedCacheMaxObject {
+		return appendProtoObject(nil, k, value)
+	}
+	key := servedKeyOf(k, value)
+	key.proto = true
+	if b := served.get(key); b != nil {
+		return b, true
+	}
+	b, ok := appendProtoObject(nil, k, value)
+	if ok {
+		served.put(key, b)
+	}
+	return b, ok
 }

@@ -120,9 +120,11 @@ type Config struct {
 // Server is the API server. Create it with New, call Start, serve Handler,
 // and call Close on shutdown.
 type Server struct {
-	cfg           Config
-	log           *zap.Logger
-	echo          *echo.Echo
+	cfg  Config
+	log  *zap.Logger
+	echo *echo.Echo
+	// chain serves every request through echo (routeChain).
+	chain         echo.HandlerFunc
 	codecs        *codecs
 	fieldManagers *fieldManagers
 
@@ -193,6 +195,7 @@ func New(cfg Config) (*Server, error) {
 	s.namespaces.terminating = make(map[string]bool)
 	s.unsubscribeNamespaces = cfg.Store.Subscribe(s.namespaces.observe)
 	s.echo = s.routes()
+	s.chain = s.routeChain(s.echo)
 	return s, nil
 }
 
@@ -212,7 +215,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		defer cw.finish()
 		w = cw
 	}
-	s.echo.ServeHTTP(w, r)
+	c := s.echo.AcquireContext()
+	c.Reset(r, w)
+	if err := s.chain(c); err != nil {
+		s.echo.HTTPErrorHandler(err, c)
+	}
+	s.echo.ReleaseContext(c)
 }
 
 // HandoffListener returns the listener through which the connections of

@@ -3,6 +3,7 @@ package rbac
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"sort"
 	"strings"
 	"sync"
@@ -29,6 +30,12 @@ type Authorizer struct {
 	// subjectsOf remembers the subject keys each binding was indexed
 	// under, so that an update or delete can unindex it.
 	subjectsOf map[bindingID][]subjectKey
+	// decisions remembers allowed requests until the index changes
+	// (decisions.go); read and filled under mu's read lock.
+	decisions *decisionCache
+	// gen counts the changes to the index; a remembered decision
+	// answers only at the generation it was made.
+	gen uint64
 }
 
 // subjectKey is "u:<user name>" or "g:<group name>".
@@ -71,13 +78,15 @@ func (x subjectIndex) remove(k subjectKey, id bindingID) {
 // New returns an Authorizer with an empty index: it denies everyone but
 // system:masters until it is fed.
 func New() *Authorizer {
-	return &Authorizer{
+	a := &Authorizer{
 		roles:           map[string]map[string][]rbacv1.PolicyRule{},
 		clusterRoles:    map[string][]rbacv1.PolicyRule{},
 		clusterBindings: subjectIndex{},
 		bindings:        map[string]subjectIndex{},
 		subjectsOf:      map[bindingID][]subjectKey{},
 	}
+	a.decisions = &decisionCache{seed: maphash.MakeSeed()}
+	return a
 }
 
 // Authorize implements authorizer.Authorizer. It allows when one rule of
@@ -139,6 +148,22 @@ func (a *Authorizer) AuthorizeQuiet(ctx context.Context, attrs authorizer.Attrib
 func (a *Authorizer) allowedByAnyRule(attrs authorizer.Attributes, u user.Info) bool {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
+	key, cacheable := decisionKeyOf(u, attrs)
+	if cacheable && a.cachedAllow(&key) {
+		return true
+	}
+	if !a.unsafeAllowedLocked(attrs, u) {
+		return false
+	}
+	if cacheable {
+		a.rememberAllow(&key)
+	}
+	return true
+}
+
+// unsafeAllowedLocked is allowedByAnyRule without the cache; the caller
+// holds mu.
+func (a *Authorizer) unsafeAllowedLocked(attrs authorizer.Attributes, u user.Info) bool {
 	if a.anyAllowsLocked(a.clusterBindings, attrs, u) {
 		return true
 	}

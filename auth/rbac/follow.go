@@ -87,6 +87,7 @@ func (a *Authorizer) relist(ctx context.Context, db Lister) (int64, error) {
 	a.mu.Lock()
 	a.roles, a.clusterRoles = fresh.roles, fresh.clusterRoles
 	a.clusterBindings, a.bindings, a.subjectsOf = fresh.clusterBindings, fresh.bindings, fresh.subjectsOf
+	a.unsafeForgetDecisionsLocked()
 	a.mu.Unlock()
 	return rev, nil
 }

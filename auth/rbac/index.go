@@ -78,6 +78,7 @@ func decode(resource string, value []byte) (runtime.Object, error) {
 func (a *Authorizer) Apply(obj runtime.Object) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.unsafeForgetDecisionsLocked()
 	switch o := obj.(type) {
 	case *rbacv1.Role:
 		m := a.roles[o.Namespace]
@@ -100,6 +101,7 @@ func (a *Authorizer) Apply(obj runtime.Object) {
 func (a *Authorizer) Delete(obj runtime.Object) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	defer a.unsafeForgetDecisionsLocked()
 	switch o := obj.(type) {
 	case *rbacv1.Role:
 		if m := a.roles[o.Namespace]; m != nil {
