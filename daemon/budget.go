@@ -66,10 +66,17 @@ const (
 	// serving issue 13's whole benchmark over TLS and HTTP/2 peaked at
 	// 133-138 MiB at 128Mi, anon 105-110 MiB against a Go limit of 86
 	// and page caches of 12.
-	overheadShare = 16
+	//
+	// With the update and Protobuf-size caches added, the same sequence
+	// peaked at 128.1-129.6 MiB, anon 99-101 MiB against a Go limit of
+	// 78.3 and page caches of 12: B/12 leaves 2.7 MiB more.
+	overheadShare = 12
 	// maxOverheadBytes caps that share: what it stands for does not grow
 	// with the budget.
 	maxOverheadBytes = 16 << 20
+	// maxUpdateCacheBytes caps the update cache's share: the entries of a
+	// few thousand objects' updates.
+	maxUpdateCacheBytes = 4 << 20
 	// watchBytesPerWatch is what --max-watches allows per watch: an idle
 	// watch costs 5-6 KiB over plain HTTP/1.1, about 29 KiB over HTTP/2
 	// and 69-75 KiB over HTTP/1.1 with TLS (README, Benchmarks), plus a
@@ -103,6 +110,9 @@ type memoryBudget struct {
 	// ServedCacheBytes bounds the API's cache of converted custom
 	// resources' JSON.
 	ServedCacheBytes int
+	// UpdateCacheBytes bounds the API's cache of the managedFields that
+	// updates of built-in kinds get.
+	UpdateCacheBytes int
 	// ListBufferBytes is the size up to which a LIST is built in memory
 	// (larger ones are streamed in pages).
 	ListBufferBytes int
@@ -121,19 +131,20 @@ type memoryBudget struct {
 //
 //	SQLite page cache  B/64 per connection, 256 KiB to 2000 KiB (6 connections)
 //	SQLite mmap        none below 256 MiB, then B/32 per read connection, at most 32 MiB (4 connections)
-//	runtime overhead   O = B/16, at most 16 MiB: what the Go runtime holds
+//	runtime overhead   O = B/12, at most 16 MiB: what the Go runtime holds
 //	                   beyond its soft limit and SQLite beyond its page
 //	                   caches under load
 //	Go soft limit      G = B − P − O − 6 × page cache − 4 × mmap, at least B/2
 //	heap base          H = min(B, 3G/2), of which the caches take shares:
 //	watch cache        H/4 bytes; 10,000 events per 128 MiB of H (1,000 to 100,000)
 //	object cache       H/32
-//	served-JSON cache  H/8
-//	LIST buffer        H/32
+//	served cache       H/8 (converted custom resources' JSON, Protobuf GETs' documents)
+//	LIST buffer        H/32, and the Protobuf list sizes cache half that, H/64
+//	update cache       H/64, at most 4 MiB (managedFields of updates)
 //	max watches        B/128 KiB, per user half of that
 //
-// The caches' shares of H add up to 7/16 of it, so they never take more
-// than two thirds of the Go limit: the rest is for requests and the
+// The caches' shares of H add up to 15/32 of it, so they never take more
+// than 71% of the Go limit: the rest is for requests and the
 // runtime. At limits below about 72 MiB the floor of G (B/2) wins and the
 // RSS may pass the limit: the binary's pages and SQLite's caches leave too
 // little.
@@ -171,6 +182,7 @@ func budgetFor(limit, binary int64) memoryBudget {
 		ObjectCacheBytes:  toInt(h / 32),
 		ServedCacheBytes:  toInt(h / 8),
 		ListBufferBytes:   toInt(h / 32),
+		UpdateCacheBytes:  toInt(min(h/64, maxUpdateCacheBytes)),
 		MaxWatches:        toInt(maxWatches),
 		MaxWatchesPerUser: toInt(maxWatches / 2),
 	}

@@ -8,16 +8,18 @@ import (
 
 func TestBudgetFor(t *testing.T) {
 	const Ki, Mi = 1 << 10, 1 << 20
-	// At 128Mi with 30 MiB of binary pages and 8 MiB for the runtime's
-	// overhead the Go limit is 78.3 MiB (82,083,840), H = 3G/2 =
-	// 123,125,760 is less than the limit, and the caches are its shares.
+	// At 128Mi with 30 MiB of binary pages and B/12 (10.7 MiB) for the
+	// runtime's overhead the Go limit is 75.6 MiB (79,287,638), H = 3G/2
+	// = 118,931,457 is less than the limit, and the caches are its
+	// shares.
 	default128 := memoryBudget{
 		BinaryBytes:      30 * Mi,
-		GoLimit:          128*Mi - 30*Mi - 8*Mi - 6*2000*Ki,
+		GoLimit:          128*Mi - 30*Mi - 128*Mi/12 - 6*2000*Ki,
 		SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
-		WatchCacheEvents: 9173, WatchCacheBytes: 30_781_440,
-		ObjectCacheBytes: 3_847_680, ServedCacheBytes: 15_390_720, ListBufferBytes: 3_847_680,
-		MaxWatches: 1024, MaxWatchesPerUser: 512,
+		WatchCacheEvents: 8861, WatchCacheBytes: 29_732_864,
+		ObjectCacheBytes: 3_716_608, ServedCacheBytes: 14_866_432, ListBufferBytes: 3_716_608,
+		UpdateCacheBytes: 1_858_304,
+		MaxWatches:       1024, MaxWatchesPerUser: 512,
 	}
 	noGoLimit := default128
 	noGoLimit.GoLimit = 0
@@ -30,18 +32,19 @@ func TestBudgetFor(t *testing.T) {
 		{name: "binary pages unknown: DefaultBinaryBytes", limit: 128 * Mi, binary: 0, want: default128},
 		{name: "no limit: caches as for 128Mi, no Go limit", limit: 0, binary: 30 * Mi, want: noGoLimit},
 		{
-			// G = 128Mi - 40Mi - 8Mi - 6 × 2000Ki = 71,598,080; H =
-			// 3G/2 = 107,397,120 (less than the limit), and the caches
-			// are its shares.
+			// G = 128Mi - 40Mi - 128Mi/12 - 6 × 2000Ki = 68,801,878;
+			// H = 3G/2 = 103,202,817 (less than the limit), and the
+			// caches are its shares.
 			name:  "128Mi, 40Mi of binary pages: the caches shrink with the Go limit",
 			limit: 128 * Mi, binary: 40 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      40 * Mi,
-				GoLimit:          71_598_080,
+				GoLimit:          68_801_878,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
-				WatchCacheEvents: 8001, WatchCacheBytes: 26_849_280,
-				ObjectCacheBytes: 3_356_160, ServedCacheBytes: 13_424_640, ListBufferBytes: 3_356_160,
-				MaxWatches: 1024, MaxWatchesPerUser: 512,
+				WatchCacheEvents: 7689, WatchCacheBytes: 25_800_704,
+				ObjectCacheBytes: 3_225_088, ServedCacheBytes: 12_900_352, ListBufferBytes: 3_225_088,
+				UpdateCacheBytes: 1_612_544,
+				MaxWatches:       1024, MaxWatchesPerUser: 512,
 			},
 		},
 		{
@@ -53,7 +56,8 @@ func TestBudgetFor(t *testing.T) {
 				SQLiteCacheBytes: 512 * Ki, SQLiteMmapBytes: -1,
 				WatchCacheEvents: 1875, WatchCacheBytes: 6 * Mi,
 				ObjectCacheBytes: 768 * Ki, ServedCacheBytes: 3 * Mi, ListBufferBytes: 768 * Ki,
-				MaxWatches: 256, MaxWatchesPerUser: 128,
+				UpdateCacheBytes: 384 * Ki,
+				MaxWatches:       256, MaxWatchesPerUser: 128,
 			},
 		},
 		{
@@ -65,7 +69,8 @@ func TestBudgetFor(t *testing.T) {
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 8 * Mi,
 				WatchCacheEvents: 19486, WatchCacheBytes: 65_384_448,
 				ObjectCacheBytes: 8_173_056, ServedCacheBytes: 32_692_224, ListBufferBytes: 8_173_056,
-				MaxWatches: 2048, MaxWatchesPerUser: 1024,
+				UpdateCacheBytes: 4_086_528,
+				MaxWatches:       2048, MaxWatchesPerUser: 1024,
 			},
 		},
 		{
@@ -77,7 +82,8 @@ func TestBudgetFor(t *testing.T) {
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 80000, WatchCacheBytes: 256 * Mi,
 				ObjectCacheBytes: 32 * Mi, ServedCacheBytes: 128 * Mi, ListBufferBytes: 32 * Mi,
-				MaxWatches: 8192, MaxWatchesPerUser: 4096,
+				UpdateCacheBytes: 4 * Mi,
+				MaxWatches:       8192, MaxWatchesPerUser: 4096,
 			},
 		},
 		{
@@ -89,7 +95,8 @@ func TestBudgetFor(t *testing.T) {
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: 32 * Mi,
 				WatchCacheEvents: 100000, WatchCacheBytes: 1<<31 - 1,
 				ObjectCacheBytes: 1<<31 - 1, ServedCacheBytes: 1<<31 - 1, ListBufferBytes: 1<<31 - 1,
-				MaxWatches: 512 * Ki, MaxWatchesPerUser: 256 * Ki,
+				UpdateCacheBytes: 4 * Mi,
+				MaxWatches:       512 * Ki, MaxWatchesPerUser: 256 * Ki,
 			},
 		},
 	}

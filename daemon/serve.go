@@ -234,6 +234,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		WatchCache:          store.WatchCacheConfig{MaxEvents: cfg.budget.WatchCacheEvents, MaxBytes: cfg.budget.WatchCacheBytes},
 		ServedCacheBytes:    cfg.budget.ServedCacheBytes,
 		ListBufferBytes:     cfg.budget.ListBufferBytes,
+		UpdateCacheBytes:    cfg.budget.UpdateCacheBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create api server: %w", err)

@@ -50,8 +50,15 @@ type fmKey struct {
 	kind *registry.Kind
 }
 
-func newFieldManagers(reg *registry.Registry) *fieldManagers {
-	return &fieldManagers{byKind: make(map[fmKey]*managedfields.FieldManager), crTypes: make(map[*registry.Kind]managedfields.TypeConverter), reg: reg}
+// newFieldManagers returns the field managers of reg's kinds, with an
+// update cache of updateCacheBytes (DefaultUpdateCacheBytes when zero).
+func newFieldManagers(reg *registry.Registry, updateCacheBytes int) *fieldManagers {
+	return &fieldManagers{
+		byKind:  make(map[fmKey]*managedfields.FieldManager),
+		crTypes: make(map[*registry.Kind]managedfields.TypeConverter),
+		reg:     reg,
+		updates: updateManagers{maxBytes: updateCacheBytes},
+	}
 }
 
 // pruneLocked drops the entries of Unstructured kinds the registry no

@@ -47,7 +47,7 @@ func TestCreateManagers_UpdateCreate(t *testing.T) {
 		{"last-applied annotation", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","metadata":{"name":"a","namespace":"default","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}},"spec":{}}`, false, false},
 		{"no metadata", gadgets[0], `{"apiVersion":"bench.example.com/v1","kind":"Gadget","spec":{"field00":"a"}}`, false, true},
 	}
-	fms := newFieldManagers(nil)
+	fms := newFieldManagers(nil, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fm, err := fms.get(tt.kind, "")
@@ -106,7 +106,7 @@ func TestCreateManagers_Bound(t *testing.T) {
 		t.Fatal(err)
 	}
 	k := gadgets[0]
-	fms := newFieldManagers(nil)
+	fms := newFieldManagers(nil, 0)
 	fm, err := fms.get(k, "")
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +196,7 @@ func TestCreateManagers_UpdateCreateTyped(t *testing.T) {
 			`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","namespace":"default","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}"}},"data":{"r":"x"}}`,
 		}, []bool{false, false}},
 	}
-	fms := newFieldManagers(nil)
+	fms := newFieldManagers(nil, 0)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fm, err := fms.get(tt.kind, "")

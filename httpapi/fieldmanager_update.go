@@ -44,9 +44,10 @@ import (
 const (
 	// updateKeyMaxBytes is the longest key kept.
 	updateKeyMaxBytes = 8 << 10
-	// updateManagedMaxBytes bounds the cache, counting each entry as
+	// DefaultUpdateCacheBytes bounds the cache unless
+	// Config.UpdateCacheBytes says otherwise, counting each entry as
 	// twice its key plus createManagedEntryBytes; it is emptied when full.
-	updateManagedMaxBytes = 4 << 20
+	DefaultUpdateCacheBytes = 4 << 20
 	// updateMaxLiveEntries is the most live entries taken: the field
 	// manager caps update entries at managedfields' ten by time.
 	updateMaxLiveEntries = 8
@@ -58,6 +59,8 @@ type updateManagers struct {
 	mu      sync.Mutex
 	entries map[updateManagedKey][]updateEntry
 	bytes   int
+	// maxBytes bounds bytes (DefaultUpdateCacheBytes when zero).
+	maxBytes int
 	// hits counts the updates the cache answered, for tests.
 	hits int
 }
@@ -432,7 +435,7 @@ func (c *updateManagers) add(k updateManagedKey, entries []updateEntry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	size := 2*len(k.key) + createManagedEntryBytes
-	if c.entries == nil || c.bytes+size > updateManagedMaxBytes {
+	if c.entries == nil || c.bytes+size > cmp.Or(c.maxBytes, DefaultUpdateCacheBytes) {
 		c.entries = map[updateManagedKey][]updateEntry{}
 		c.bytes = 0
 	}

@@ -81,7 +81,7 @@ func TestUpdateManagers_Update(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fms := newFieldManagers(nil)
+			fms := newFieldManagers(nil, 0)
 			fm, err := fms.get(tt.kind, tt.subresource)
 			if err != nil {
 				t.Fatal(err)
@@ -181,7 +181,7 @@ func TestUpdateManagers_Update_LeftToFieldManager(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fms := newFieldManagers(nil)
+			fms := newFieldManagers(nil, 0)
 			fm, err := fms.get(configMaps, "")
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"hash/maphash"
 	"sync"
 
@@ -66,17 +67,27 @@ func (c *servedCache) put(key servedKey, b []byte) {
 	if len(b) > servedCacheMaxObject {
 		return
 	}
+	if cap(b) > len(b)+len(b)/8 {
+		// An encoding appended into a growing buffer holds up to twice
+		// its length: the cache keeps (and counts) a copy of its size.
+		b = bytes.Clone(b)
+	}
+	size := cap(b) + servedEntryBytes
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.bytes+len(b) > c.maxBytes {
+	if c.bytes+size > c.maxBytes {
 		c.entries = map[servedKey][]byte{}
 		c.bytes = 0
 	}
 	if _, ok := c.entries[key]; !ok {
 		c.entries[key] = b
-		c.bytes += len(b)
+		c.bytes += size
 	}
 }
+
+// servedEntryBytes is what an entry costs beyond its bytes: its key and
+// slice header in a map slot, with the map's spare room.
+const servedEntryBytes = 96
 
 // setMaxBytes bounds the cache at n bytes, emptying it when it holds more.
 func (c *servedCache) setMaxBytes(n int) {

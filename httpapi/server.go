@@ -74,6 +74,10 @@ type Config struct {
 	// The cache is shared by every Server of the process: the last New
 	// sets its bound.
 	ServedCacheBytes int
+	// UpdateCacheBytes bounds the cache of the managedFields updates of
+	// built-in kinds get (see fieldmanager_update.go;
+	// DefaultUpdateCacheBytes when zero).
+	UpdateCacheBytes int
 	// IdleTimeout is how long a connection handed back after a watch
 	// (see HandoffListener) waits for its next request
 	// (DefaultIdleTimeout when zero).
@@ -186,7 +190,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:           cfg,
 		log:           cfg.Logger,
 		codecs:        newCodecs(),
-		fieldManagers: newFieldManagers(cfg.Registry),
+		fieldManagers: newFieldManagers(cfg.Registry, cfg.UpdateCacheBytes),
 		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
 		handoff:       newHandoffListener(cfg.IdleTimeout),
 		largeBodies:   make(chan struct{}, cfg.MaxLargeRequests),

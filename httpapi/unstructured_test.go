@@ -130,7 +130,7 @@ func TestServedCache_Bound(t *testing.T) {
 	c.setMaxBytes(DefaultServedCacheBytes / 4)
 	big := make([]byte, servedCacheMaxObject)
 	n := 0
-	for c.bytes+len(big) <= DefaultServedCacheBytes/4 {
+	for c.bytes+len(big)+servedEntryBytes <= DefaultServedCacheBytes/4 {
 		c.put(servedKey{n: n}, big)
 		n++
 	}
@@ -138,12 +138,34 @@ func TestServedCache_Bound(t *testing.T) {
 		t.Fatal("an entry is missing before the cache is full")
 	}
 	c.put(servedKey{n: n}, big)
-	if c.get(servedKey{n: 0}) != nil || c.get(servedKey{n: n}) == nil || c.bytes != len(big) {
+	if c.get(servedKey{n: 0}) != nil || c.get(servedKey{n: n}) == nil || c.bytes != len(big)+servedEntryBytes {
 		t.Errorf("over the bound: cache not emptied before the new entry (bytes %d)", c.bytes)
 	}
 	c.put(servedKey{n: -1}, make([]byte, servedCacheMaxObject+1))
 	if c.get(servedKey{n: -1}) != nil {
 		t.Errorf("an object over servedCacheMaxObject was cached")
+	}
+}
+
+// TestServedCache_PutCountsHeldBytes: an encoding appended into a buffer
+// with room to spare is kept as a copy of its own size, and the bound
+// counts what the cache holds, so that a cache of Protobuf documents
+// built by append stays within its share of the memory budget.
+func TestServedCache_PutCountsHeldBytes(t *testing.T) {
+	c := &servedCache{entries: map[servedKey][]byte{}}
+	c.setMaxBytes(1 << 20)
+	grown := append(make([]byte, 0, 4096), make([]byte, 1000)...)
+	grown[999] = 7
+	c.put(servedKey{n: 1}, grown)
+	got := c.get(servedKey{n: 1})
+	if len(got) != 1000 || got[999] != 7 {
+		t.Fatalf("cached %d bytes (last %d), want the 1000 put", len(got), got[len(got)-1])
+	}
+	if cap(got) > 1000+1000/8 {
+		t.Errorf("cached slice has capacity %d for 1000 bytes: the spare room is held too", cap(got))
+	}
+	if c.bytes != cap(got)+servedEntryBytes {
+		t.Errorf("cache counts %d bytes, want %d (capacity held and entry)", c.bytes, cap(got)+servedEntryBytes)
 	}
 }
 
@@ -205,7 +227,7 @@ func TestFieldManagers_ForgetRemovedKinds(t *testing.T) {
 	reg := registry.New()
 	old := testCRKind(t)
 	reg.Add(old)
-	f := newFieldManagers(reg)
+	f := newFieldManagers(reg, 0)
 	for _, sub := range []string{"", "status"} {
 		if _, err := f.get(old, sub); err != nil {
 			t.Fatal(err)

@@ -61,8 +61,16 @@ func TestRunListRef_ScansTheListRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 5 {
-		t.Fatalf("results = %+v, want the scan and two ratios, then the custom resources' scan and one ratio", res)
+	if len(res) != 10 {
+		t.Fatalf("results = %+v, want the scan and two ratios, then the custom resources' scan and one ratio, mapped and then without the map", res)
+	}
+	for i, want := range []string{"list-ref-nomap-3", "list-3 vs list-ref-nomap", "list-3-protobuf vs list-ref-nomap", "list-ref-cr-nomap-3", "cr-list-3 vs list-ref-cr-nomap"} {
+		if got := res[5+i].Workload; got != want {
+			t.Errorf("without the map, result %d = %q, want %q", i, got, want)
+		}
+	}
+	if notes := strings.Join(res[5].Notes, "; "); !strings.Contains(notes, "3 configmaps rows") || !strings.Contains(notes, "mmap_size 0 MiB") {
+		t.Errorf("unmapped scan notes = %q, want 3 rows read without the map", notes)
 	}
 	if got := res[0]; got.Workload != "list-ref-3" || got.Ops != 4 || got.Errors != 0 {
 		t.Errorf("scan = %s, %d ops, %d errors; want list-ref-3, 4 ops, none", got.Workload, got.Ops, got.Errors)
