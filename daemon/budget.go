@@ -67,10 +67,11 @@ const (
 	// 133-138 MiB at 128Mi, anon 105-110 MiB against a Go limit of 86
 	// and page caches of 12.
 	//
-	// With the update and Protobuf-size caches added, the same sequence
-	// peaked at 128.1-129.6 MiB, anon 99-101 MiB against a Go limit of
-	// 78.3 and page caches of 12: B/12 leaves 2.7 MiB more.
-	overheadShare = 12
+	// With issue 13's last caches the same sequence peaked at
+	// 128.0-128.5 MiB with B/12, anon 99.5-100 MiB against a Go limit
+	// of 75.6 and page caches of 12 (12.4 MiB over them): B/9 is
+	// 14.2 MiB at 128Mi.
+	overheadShare = 9
 	// maxOverheadBytes caps that share: what it stands for does not grow
 	// with the budget.
 	maxOverheadBytes = 16 << 20
@@ -131,7 +132,7 @@ type memoryBudget struct {
 //
 //	SQLite page cache  B/64 per connection, 256 KiB to 2000 KiB (6 connections)
 //	SQLite mmap        none below 256 MiB, then B/32 per read connection, at most 32 MiB (4 connections)
-//	runtime overhead   O = B/12, at most 16 MiB: what the Go runtime holds
+//	runtime overhead   O = B/9, at most 16 MiB: what the Go runtime holds
 //	                   beyond its soft limit and SQLite beyond its page
 //	                   caches under load
 //	Go soft limit      G = B − P − O − 6 × page cache − 4 × mmap, at least B/2

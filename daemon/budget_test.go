@@ -8,17 +8,17 @@ import (
 
 func TestBudgetFor(t *testing.T) {
 	const Ki, Mi = 1 << 10, 1 << 20
-	// At 128Mi with 30 MiB of binary pages and B/12 (10.7 MiB) for the
-	// runtime's overhead the Go limit is 75.6 MiB (79,287,638), H = 3G/2
-	// = 118,931,457 is less than the limit, and the caches are its
+	// At 128Mi with 30 MiB of binary pages and B/9 (14.2 MiB) for the
+	// runtime's overhead the Go limit is 72.1 MiB (75,559,368), H = 3G/2
+	// = 113,339,052 is less than the limit, and the caches are its
 	// shares.
 	default128 := memoryBudget{
 		BinaryBytes:      30 * Mi,
-		GoLimit:          128*Mi - 30*Mi - 128*Mi/12 - 6*2000*Ki,
+		GoLimit:          128*Mi - 30*Mi - 128*Mi/9 - 6*2000*Ki,
 		SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
-		WatchCacheEvents: 8861, WatchCacheBytes: 29_732_864,
-		ObjectCacheBytes: 3_716_608, ServedCacheBytes: 14_866_432, ListBufferBytes: 3_716_608,
-		UpdateCacheBytes: 1_858_304,
+		WatchCacheEvents: 8444, WatchCacheBytes: 28_334_763,
+		ObjectCacheBytes: 3_541_845, ServedCacheBytes: 14_167_381, ListBufferBytes: 3_541_845,
+		UpdateCacheBytes: 1_770_922,
 		MaxWatches:       1024, MaxWatchesPerUser: 512,
 	}
 	noGoLimit := default128
@@ -32,18 +32,18 @@ func TestBudgetFor(t *testing.T) {
 		{name: "binary pages unknown: DefaultBinaryBytes", limit: 128 * Mi, binary: 0, want: default128},
 		{name: "no limit: caches as for 128Mi, no Go limit", limit: 0, binary: 30 * Mi, want: noGoLimit},
 		{
-			// G = 128Mi - 40Mi - 128Mi/12 - 6 × 2000Ki = 68,801,878;
-			// H = 3G/2 = 103,202,817 (less than the limit), and the
-			// caches are its shares.
+			// 128Mi - 40Mi - 128Mi/9 - 6 × 2000Ki = 65,073,608 is under
+			// the Go limit's floor of B/2: G = 64 MiB, H = 3G/2 = 96 MiB
+			// (less than the limit), and the caches are its shares.
 			name:  "128Mi, 40Mi of binary pages: the caches shrink with the Go limit",
 			limit: 128 * Mi, binary: 40 * Mi,
 			want: memoryBudget{
 				BinaryBytes:      40 * Mi,
-				GoLimit:          68_801_878,
+				GoLimit:          64 * Mi,
 				SQLiteCacheBytes: 2000 * Ki, SQLiteMmapBytes: -1,
-				WatchCacheEvents: 7689, WatchCacheBytes: 25_800_704,
-				ObjectCacheBytes: 3_225_088, ServedCacheBytes: 12_900_352, ListBufferBytes: 3_225_088,
-				UpdateCacheBytes: 1_612_544,
+				WatchCacheEvents: 7500, WatchCacheBytes: 24 * Mi,
+				ObjectCacheBytes: 3 * Mi, ServedCacheBytes: 12 * Mi, ListBufferBytes: 3 * Mi,
+				UpdateCacheBytes: 1536 * Ki,
 				MaxWatches:       1024, MaxWatchesPerUser: 512,
 			},
 		},
