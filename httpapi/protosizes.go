@@ -78,7 +78,7 @@ func (c *protoSizeCache) put(keys []servedKey, sizes []int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i, key := range keys {
-		if sizes[i] > maxUint32 || c.maxEntries == 0 {
+		if uint64(sizes[i]) > maxUint32 || c.maxEntries == 0 {
 			continue
 		}
 		if len(c.entries) >= c.maxEntries {
