@@ -1,0 +1,256 @@
+//go:build etcd
+
+// Package etcdstore implements store.Store on etcd v3, with
+// kube-apiserver's key layout under a configurable prefix (keys.go), so
+// that the same data could be read by a kube-apiserver.
+//
+// Revisions are etcd's: an object's resourceVersion is its key's
+// ModRevision, CreateRev its CreateRevision. Values are stored as the JSON
+// the caller gives, resourceVersion left as it is (kube-apiserver removes
+// it; a reader of either kind overwrites it from the ModRevision), and are
+// read back stamped with the ModRevision by store.StampRevision.
+//
+// The package builds only with the build tag etcd: the etcd client adds
+// about 12 MB to the binary, and the default build must not link it.
+package etcdstore
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/edgeapi/edgeapi/store"
+)
+
+const (
+	// DefaultPrefix is kube-apiserver's default --etcd-prefix.
+	DefaultPrefix = "/registry"
+	// DefaultDialTimeout bounds New's first connection.
+	DefaultDialTimeout = 10 * time.Second
+	// DefaultListBatch is how many keys one etcd Range reads when a
+	// filter or a byte bound means List cannot ask for exactly Limit+1.
+	DefaultListBatch = 500
+)
+
+// Config configures a Store.
+type Config struct {
+	// Endpoints are the etcd client URLs (kube's --etcd-servers).
+	Endpoints []string
+	// Prefix is the key prefix (kube's --etcd-prefix), DefaultPrefix when
+	// empty. A trailing slash is ignored.
+	Prefix string
+	// TLS, when non-nil, is the client TLS configuration (kube's
+	// --etcd-cafile, --etcd-certfile, --etcd-keyfile).
+	TLS *tls.Config
+	// DialTimeout bounds the first connection (DefaultDialTimeout when 0).
+	DialTimeout time.Duration
+}
+
+// Store is a store.Store on etcd v3. All methods are safe for concurrent
+// use.
+type Store struct {
+	client *clientv3.Client
+	keys   keyer
+
+	// rev is the newest revision seen in any response header.
+	rev atomic.Int64
+	// compactedRev is the newest compaction this store made or learned of
+	// (from ErrCompacted or a watch response).
+	compactedRev atomic.Int64
+	closed       atomic.Bool
+
+	// holds guards compaction against held revisions (compaction.go).
+	holds holds
+
+	// feed is the one etcd watch that feeds subscribers (watch.go).
+	feed feed
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+var _ store.Store = (*Store)(nil)
+
+// New connects to etcd, learns the current and compacted revisions, and
+// starts the watch that feeds Subscribe.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if len(cfg.Endpoints) == 0 {
+		return nil, errors.New("open etcd store: no endpoints")
+	}
+	prefix := strings.TrimRight(cfg.Prefix, "/")
+	if cfg.Prefix == "" {
+		prefix = DefaultPrefix
+	}
+	dial := cfg.DialTimeout
+	if dial == 0 {
+		dial = DefaultDialTimeout
+	}
+	client, err := clientv3.New(clientv3.Config{
+		Endpoints:   cfg.Endpoints,
+		TLS:         cfg.TLS,
+		DialTimeout: dial,
+		Context:     ctx,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open etcd store: %w", err)
+	}
+	s := &Store{client: client, keys: keyer{prefix: prefix}}
+	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("open etcd store: %w", err)
+	}
+	s.observe(resp.Header.Revision)
+	compacted, err := s.findCompacted(ctx, resp.Header.Revision)
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("open etcd store: %w", err)
+	}
+	s.compactedRev.Store(compacted)
+
+	feedCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.feed.init(resp.Header.Revision)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.runFeed(feedCtx, resp.Header.Revision+1)
+	}()
+	return s, nil
+}
+
+// findCompacted returns etcd's compacted revision, which no API reports:
+// the oldest revision at or below cur that a Range can still read, less
+// nothing (etcd reads at the compacted revision itself). It bisects with
+// count-only Ranges on one key, about log2(cur) of them.
+func (s *Store) findCompacted(ctx context.Context, cur int64) (int64, error) {
+	readable := func(rev int64) (bool, error) {
+		_, err := s.client.Get(ctx, s.keys.prefix+"/", clientv3.WithRev(rev), clientv3.WithCountOnly())
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	if cur <= 1 {
+		return 0, nil
+	}
+	if ok, err := readable(1); err != nil || ok {
+		return 0, err
+	}
+	lo, hi := int64(1), cur // lo unreadable, hi readable
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		ok, err := readable(mid)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, nil
+}
+
+// observe raises the current revision to rev.
+func (s *Store) observe(rev int64) {
+	for {
+		cur := s.rev.Load()
+		if rev <= cur || s.rev.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// observeCompacted raises the compacted revision to rev.
+func (s *Store) observeCompacted(rev int64) {
+	for {
+		cur := s.compactedRev.Load()
+		if rev <= cur || s.compactedRev.CompareAndSwap(cur, rev) {
+			return
+		}
+	}
+}
+
+// Rev implements store.Store: the newest revision this store has seen in
+// a response (its own writes, reads and the watch feed).
+func (s *Store) Rev() int64 { return s.rev.Load() }
+
+// CompactedRev implements store.Store: the newest compaction this store
+// made or learned of. Another client's compaction is learned from the
+// first read it fails or from the watch.
+func (s *Store) CompactedRev() int64 { return s.compactedRev.Load() }
+
+// Close stops the watch feed and closes the client; it returns the first
+// error.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.cancel()
+	s.feed.close()
+	s.wg.Wait()
+	if err := s.client.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("close etcd client: %w", err)
+	}
+	return nil
+}
+
+// translate maps etcd errors to the store's, wrapping others with what.
+func (s *Store) translate(what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rpctypes.ErrCompacted):
+		return store.ErrCompacted
+	case errors.Is(err, rpctypes.ErrFutureRev):
+		return store.ErrFutureRev
+	case errors.Is(err, rpctypes.ErrRequestTooLarge):
+		return store.ErrTooLarge
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return err
+	case s.closed.Load():
+		return store.ErrClosed
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// object turns a key-value into an Object, its value stamped with its
+// ModRevision.
+func object(key store.Key, kv *mvccpb.KeyValue) (store.Object, error) {
+	v, err := store.StampRevision(kv.Value, kv.ModRevision)
+	if err != nil {
+		return store.Object{}, fmt.Errorf("read %s/%s/%s: %w", key.Resource, key.Namespace, key.Name, err)
+	}
+	return store.Object{
+		Key:       key,
+		UID:       uidOf(kv.Value),
+		CreateRev: kv.CreateRevision,
+		ModRev:    kv.ModRevision,
+		Value:     v,
+	}, nil
+}
+
+// uidOf returns metadata.uid of a JSON object, or "" when it has none.
+func uidOf(value []byte) string {
+	var v struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(value, &v) != nil {
+		return ""
+	}
+	return v.Metadata.UID
+}
