@@ -92,10 +92,16 @@ func startEtcd(t *testing.T) string {
 // openStore starts an etcd and opens a Store on it.
 func openStore(t *testing.T) *Store {
 	t.Helper()
-	url := startEtcd(t)
+	return openAt(t, startEtcd(t), "")
+}
+
+// openAt opens a Store on the etcd at url under prefix; the test's cleanup
+// closes it.
+func openAt(t *testing.T, url, prefix string) *Store {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := New(ctx, Config{Endpoints: []string{url}})
+	s, err := New(ctx, Config{Endpoints: []string{url}, Prefix: prefix})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -1,17 +1,5 @@
 //go:build etcd
 
-// Package etcdstore implements store.Store on etcd v3, with
-// kube-apiserver's key layout under a configurable prefix (keys.go), so
-// that the same data could be read by a kube-apiserver.
-//
-// Revisions are etcd's: an object's resourceVersion is its key's
-// ModRevision, CreateRev its CreateRevision. Values are stored as the JSON
-// the caller gives, resourceVersion left as it is (kube-apiserver removes
-// it; a reader of either kind overwrites it from the ModRevision), and are
-// read back stamped with the ModRevision by store.StampRevision.
-//
-// The package builds only with the build tag etcd: the etcd client adds
-// about 12 MB to the binary, and the default build must not link it.
 package etcdstore
 
 import (

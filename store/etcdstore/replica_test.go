@@ -1,0 +1,74 @@
+//go:build etcd
+
+package etcdstore
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/edgeapi/edgeapi/store"
+)
+
+// TestStore_Replicas runs two stores on one etcd, as two edgeapi
+// replicas would, and a third under another prefix.
+func TestStore_Replicas(t *testing.T) {
+	url := startEtcd(t)
+	s1, s2 := openAt(t, url, ""), openAt(t, url, "/registry/")
+	other := openAt(t, url, "/other")
+	ctx := context.Background()
+
+	var mu sync.Mutex
+	var got []store.Event
+	cancel := s2.Subscribe(func(evs []store.Event) {
+		mu.Lock()
+		got = append(got, evs...)
+		mu.Unlock()
+	})
+	defer cancel()
+
+	k := key("ns", "a")
+	created, err := s1.Create(ctx, k, "u", cm("ns", "a", "u", "1"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if _, err := s2.Create(ctx, k, "u", cm("ns", "a", "u", "1")); !errors.Is(err, store.ErrExists) {
+		t.Errorf("Create through the other store: got %v, want ErrExists", err)
+	}
+	if _, err := s2.Update(ctx, k, store.Preconditions{ModRev: created.ModRev}, cm("ns", "a", "u", "2")); err != nil {
+		t.Errorf("Update through the other store: %v", err)
+	}
+	if _, err := s1.Update(ctx, k, store.Preconditions{ModRev: created.ModRev}, cm("ns", "a", "u", "3")); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("stale Update: got %v, want ErrConflict", err)
+	}
+
+	t.Run("Watch", func(t *testing.T) {
+		// s2's subscriber sees s1's create, in order before s2's update.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			mu.Lock()
+			n := len(got)
+			mu.Unlock()
+			if n >= 2 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 2 || got[0].Type != store.Added || got[0].Rev() != created.ModRev || got[1].Type != store.Modified {
+			t.Errorf("s2's events = %+v, want ADDED at %d then MODIFIED", got, created.ModRev)
+		}
+	})
+	t.Run("Prefix", func(t *testing.T) {
+		res, err := other.List(ctx, store.ListOptions{Resource: "configmaps"})
+		if err != nil || len(res.Objects) != 0 {
+			t.Errorf("List under /other = %d objects, %v, want none", len(res.Objects), err)
+		}
+		if _, err := other.Get(ctx, k); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("Get under /other: got %v, want ErrNotFound", err)
+		}
+	})
+}
