@@ -3,6 +3,7 @@
 package etcdstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -230,15 +231,40 @@ func object(key store.Key, kv *mvccpb.KeyValue) (store.Object, error) {
 	}, nil
 }
 
-// uidOf returns metadata.uid of a JSON object, or "" when it has none.
+// uidOf returns metadata.uid of a JSON object, or "" when it has none. It
+// reads tokens only up to the uid: in Kubernetes objects metadata comes
+// early, so the rest of the value (spec, data) is not scanned.
 func uidOf(value []byte) string {
-	var v struct {
-		Metadata struct {
-			UID string `json:"uid"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal(value, &v) != nil {
+	dec := json.NewDecoder(bytes.NewReader(value))
+	if !findMember(dec, "metadata") || !findMember(dec, "uid") {
 		return ""
 	}
-	return v.Metadata.UID
+	var uid string
+	if dec.Decode(&uid) != nil {
+		return ""
+	}
+	return uid
+}
+
+// findMember reads an object's '{' from dec and its members up to the one
+// named name, whose value is next. It returns false at the object's end
+// or on anything that is not an object.
+func findMember(dec *json.Decoder, name string) bool {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if tok == name {
+			return true
+		}
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			return false
+		}
+	}
+	return false
 }
