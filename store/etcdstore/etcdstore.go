@@ -17,6 +17,8 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/edgeapi/edgeapi/store"
 )
@@ -29,6 +31,9 @@ const (
 	// DefaultListBatch is how many keys one etcd Range reads when a
 	// filter or a byte bound means List cannot ask for exactly Limit+1.
 	DefaultListBatch = 500
+	// DefaultMaxValueBytes is etcd's default --max-request-bytes (1.5
+	// MiB) less room for the key and the transaction around the value.
+	DefaultMaxValueBytes = 3<<19 - 16<<10
 )
 
 // Config configures a Store.
@@ -43,13 +48,19 @@ type Config struct {
 	TLS *tls.Config
 	// DialTimeout bounds the first connection (DefaultDialTimeout when 0).
 	DialTimeout time.Duration
+	// MaxValueBytes is the largest value Create and Update accept; larger
+	// ones fail with ErrTooLarge before reaching etcd
+	// (DefaultMaxValueBytes when 0). Raise it with etcd's
+	// --max-request-bytes.
+	MaxValueBytes int
 }
 
 // Store is a store.Store on etcd v3. All methods are safe for concurrent
 // use.
 type Store struct {
-	client *clientv3.Client
-	keys   keyer
+	client   *clientv3.Client
+	keys     keyer
+	maxValue int
 
 	// rev is the newest revision seen in any response header.
 	rev atomic.Int64
@@ -93,7 +104,11 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open etcd store: %w", err)
 	}
-	s := &Store{client: client, keys: keyer{prefix: prefix}}
+	maxValue := cfg.MaxValueBytes
+	if maxValue == 0 {
+		maxValue = DefaultMaxValueBytes
+	}
+	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue}
 	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
 	if err != nil {
 		client.Close()
@@ -205,7 +220,7 @@ func (s *Store) translate(what string, err error) error {
 		return store.ErrCompacted
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return store.ErrFutureRev
-	case errors.Is(err, rpctypes.ErrRequestTooLarge):
+	case errors.Is(err, rpctypes.ErrRequestTooLarge), status.Code(err) == codes.ResourceExhausted:
 		return store.ErrTooLarge
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err

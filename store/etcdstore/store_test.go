@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -79,6 +80,16 @@ func TestStore_Create(t *testing.T) {
 	if _, err := s.Create(ctx, key("ns", "bad"), "", []byte(`{"kind":"x"}`)); !errors.Is(err, store.ErrInvalidObject) {
 		t.Errorf("Create without metadata: got %v, want ErrInvalidObject", err)
 	}
+	big := cm("ns", "big", "", strings.Repeat("x", DefaultMaxValueBytes))
+	if _, err := s.Create(ctx, key("ns", "big"), "", big); !errors.Is(err, store.ErrTooLarge) {
+		t.Errorf("Create over MaxValueBytes: got %v, want ErrTooLarge", err)
+	}
+	s.maxValue = 4 << 20 // past etcd's own limit
+	bigger := cm("ns", "big", "", strings.Repeat("x", 2<<20))
+	if _, err := s.Create(ctx, key("ns", "big"), "", bigger); !errors.Is(err, store.ErrTooLarge) {
+		t.Errorf("Create over etcd's limit: got %v, want ErrTooLarge", err)
+	}
+	s.maxValue = DefaultMaxValueBytes
 	// The etcd key is kube-apiserver's.
 	resp, err := s.client.Get(ctx, "/registry/configmaps/ns/a")
 	if err != nil || len(resp.Kvs) != 1 {

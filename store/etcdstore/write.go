@@ -19,11 +19,15 @@ import (
 // revision (see waitPublished), as the SQLite store answers writers only
 // after its subscribers have the batch.
 
-// checkValue returns ErrInvalidObject when value cannot be stamped, and
-// ErrInvalidObject for keys the layout cannot hold.
-func checkValue(key store.Key, value []byte) error {
+// checkValue returns ErrInvalidObject when value cannot be stamped or
+// key cannot be held in the layout, ErrTooLarge when value exceeds the
+// configured maximum.
+func (s *Store) checkValue(key store.Key, value []byte) error {
 	if !validKey(key) {
 		return store.ErrInvalidObject
+	}
+	if len(value) > s.maxValue {
+		return store.ErrTooLarge
 	}
 	if _, err := store.StampRevision(value, 0); err != nil {
 		return err
@@ -37,7 +41,7 @@ func (s *Store) Create(ctx context.Context, key store.Key, uid string, value []b
 	if s.closed.Load() {
 		return store.Object{}, store.ErrClosed
 	}
-	if err := checkValue(key, value); err != nil {
+	if err := s.checkValue(key, value); err != nil {
 		return store.Object{}, err
 	}
 	k := s.keys.key(key)
@@ -70,7 +74,7 @@ func (s *Store) Update(ctx context.Context, key store.Key, pre store.Preconditio
 	if s.closed.Load() {
 		return store.Object{}, store.ErrClosed
 	}
-	if err := checkValue(key, value); err != nil {
+	if err := s.checkValue(key, value); err != nil {
 		return store.Object{}, err
 	}
 	k := s.keys.key(key)
@@ -199,7 +203,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 		if err != nil {
 			return store.Object{}, err
 		}
-		if err := checkValue(key, value); err != nil {
+		if err := s.checkValue(key, value); err != nil {
 			return store.Object{}, err
 		}
 		if same, err := store.StampRevision(value, cur.ModRev); err == nil && bytes.Equal(same, cur.Value) {
