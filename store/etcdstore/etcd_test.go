@@ -3,6 +3,7 @@
 package etcdstore
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -36,7 +37,7 @@ func etcdBinary() string {
 }
 
 // freePort returns a loopback port nothing listens on now.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,7 +50,7 @@ func freePort(t *testing.T) int {
 // startEtcd starts a single-member etcd on loopback with a temporary data
 // directory and returns its client URL; the test's cleanup stops it. The
 // test is skipped when no etcd binary is found.
-func startEtcd(t *testing.T) string {
+func startEtcd(t testing.TB) string {
 	t.Helper()
 	bin := etcdBinary()
 	if bin == "" {
@@ -67,13 +68,19 @@ func startEtcd(t *testing.T) string {
 		"--initial-cluster", "test="+peer,
 		"--log-level", "error",
 	)
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	// etcd's log (errors only, and those it logs when stopped) is shown
+	// when the test fails.
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start etcd: %v", err)
 	}
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		_ = cmd.Wait()
+		if t.Failed() && log.Len() > 0 {
+			t.Logf("etcd log:\n%s", log.Bytes())
+		}
 	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -90,14 +97,14 @@ func startEtcd(t *testing.T) string {
 }
 
 // openStore starts an etcd and opens a Store on it.
-func openStore(t *testing.T) *Store {
+func openStore(t testing.TB) *Store {
 	t.Helper()
 	return openAt(t, startEtcd(t), "")
 }
 
 // openAt opens a Store on the etcd at url under prefix; the test's cleanup
 // closes it.
-func openAt(t *testing.T, url, prefix string) *Store {
+func openAt(t testing.TB, url, prefix string) *Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

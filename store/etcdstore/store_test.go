@@ -518,3 +518,58 @@ func TestStore_Changes(t *testing.T) {
 		t.Errorf("Changes in the future: got %v, want ErrFutureRev", err)
 	}
 }
+
+// TestStore_ListOrder pins etcd's key order across namespaces where one
+// namespace is a prefix of another ("a-b/..." sorts before "a/..."), and
+// checks that pages of one object each neither skip nor repeat.
+func TestStore_ListOrder(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	for _, nn := range [][2]string{{"a", "x"}, {"a-b", "x"}, {"a.b", "y"}, {"b", "x"}} {
+		if _, err := s.Create(ctx, key(nn[0], nn[1]), "", cm(nn[0], nn[1], "", "")); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+	}
+	want := []string{"a-b/x", "a.b/y", "a/x", "b/x"}
+	res, err := s.List(ctx, store.ListOptions{Resource: "configmaps"})
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	if got := names(res.Objects); !equal(got, want) {
+		t.Errorf("List = %v, want %v", got, want)
+	}
+	var got []string
+	opts := store.ListOptions{Resource: "configmaps", Limit: 1}
+	for range 10 {
+		res, err := s.List(ctx, opts)
+		if err != nil {
+			t.Fatalf("List page: %v", err)
+		}
+		got = append(got, names(res.Objects)...)
+		if !res.More {
+			break
+		}
+		last := res.Objects[len(res.Objects)-1].Key
+		opts.Rev, opts.AfterNamespace, opts.AfterName = res.Rev, last.Namespace, last.Name
+	}
+	if !equal(got, want) {
+		t.Errorf("pages = %v, want %v", got, want)
+	}
+}
+
+func TestStore_Close(t *testing.T) {
+	s := openStore(t)
+	ctx := context.Background()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := s.Get(ctx, key("ns", "a")); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Get after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := s.Create(ctx, key("ns", "a"), "", cm("ns", "a", "", "")); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("Create after Close: got %v, want ErrClosed", err)
+	}
+	if _, err := s.List(ctx, store.ListOptions{Resource: "configmaps"}); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("List after Close: got %v, want ErrClosed", err)
+	}
+}
