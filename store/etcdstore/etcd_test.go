@@ -52,48 +52,86 @@ func freePort(t testing.TB) int {
 // test is skipped when no etcd binary is found.
 func startEtcd(t testing.TB) string {
 	t.Helper()
+	return newEtcd(t).url
+}
+
+// etcdProc is one etcd member that a test can stop and start again on the
+// same ports and data.
+type etcdProc struct {
+	t        testing.TB
+	bin, dir string
+	url      string
+	peer     string
+	cmd      *exec.Cmd
+	// log is etcd's log (errors only, and those it logs when stopped),
+	// shown when the test fails.
+	log bytes.Buffer
+}
+
+// newEtcd starts an etcdProc, stopped by the test's cleanup.
+func newEtcd(t testing.TB) *etcdProc {
+	t.Helper()
 	bin := etcdBinary()
 	if bin == "" {
 		t.Skip("no etcd binary: run scripts/kube-ref-build or set EDGEAPI_ETCD")
 	}
-	client := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	peer := fmt.Sprintf("http://127.0.0.1:%d", freePort(t))
-	cmd := exec.Command(bin,
-		"--name", "test",
-		"--data-dir", t.TempDir(),
-		"--listen-client-urls", client,
-		"--advertise-client-urls", client,
-		"--listen-peer-urls", peer,
-		"--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "test="+peer,
-		"--log-level", "error",
-	)
-	// etcd's log (errors only, and those it logs when stopped) is shown
-	// when the test fails.
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start etcd: %v", err)
+	e := &etcdProc{
+		t:    t,
+		bin:  bin,
+		dir:  t.TempDir(),
+		url:  fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		peer: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 	}
+	e.start()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		if t.Failed() && log.Len() > 0 {
-			t.Logf("etcd log:\n%s", log.Bytes())
+		e.stop()
+		if t.Failed() && e.log.Len() > 0 {
+			t.Logf("etcd log:\n%s", e.log.Bytes())
 		}
 	})
+	return e
+}
+
+// start starts etcd and waits until it listens.
+func (e *etcdProc) start() {
+	e.t.Helper()
+	e.cmd = exec.Command(e.bin,
+		"--name", "test",
+		"--data-dir", e.dir,
+		"--listen-client-urls", e.url,
+		"--advertise-client-urls", e.url,
+		"--listen-peer-urls", e.peer,
+		"--initial-advertise-peer-urls", e.peer,
+		"--initial-cluster", "test="+e.peer,
+		"--log-level", "error",
+	)
+	e.cmd.Stdout, e.cmd.Stderr = &e.log, &e.log
+	if err := e.cmd.Start(); err != nil {
+		e.t.Fatalf("start etcd: %v", err)
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.Dial("tcp", client[len("http://"):])
+		c, err := net.Dial("tcp", e.url[len("http://"):])
 		if err == nil {
 			c.Close()
-			return client
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("etcd did not listen on %s", client)
+			e.t.Fatalf("etcd did not listen on %s", e.url)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// stop stops etcd (SIGTERM) and waits for it; stopping a stopped etcd
+// does nothing.
+func (e *etcdProc) stop() {
+	if e.cmd == nil {
+		return
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	_ = e.cmd.Wait()
+	e.cmd = nil
 }
 
 // openStore starts an etcd and opens a Store on it.

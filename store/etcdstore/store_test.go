@@ -493,6 +493,11 @@ func TestStore_Changes(t *testing.T) {
 	if _, err := s.Delete(ctx, key("ns", "b"), store.Preconditions{}); err != nil {
 		t.Fatalf("Delete: %v", err)
 	}
+	// A write outside the prefix is the newest revision: Changes ends on a
+	// progress notification rather than on an event at the head.
+	if _, err := s.client.Put(ctx, "/elsewhere", "x"); err != nil {
+		t.Fatalf("Put outside the prefix: %v", err)
+	}
 	evs, err := s.Changes(ctx, start, 0)
 	if err != nil {
 		t.Fatalf("Changes: %v", err)
