@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -62,6 +63,7 @@ type etcdProc struct {
 	bin, dir string
 	url      string
 	peer     string
+	args     []string
 	cmd      *exec.Cmd
 	// log is etcd's log (errors only, and those it logs when stopped),
 	// shown when the test fails.
@@ -71,6 +73,21 @@ type etcdProc struct {
 // newEtcd starts an etcdProc, stopped by the test's cleanup.
 func newEtcd(t testing.TB) *etcdProc {
 	t.Helper()
+	return newEtcdArgs(t, "http")
+}
+
+// newEtcdTLS starts an etcdProc serving TLS with certFile and keyFile and
+// requiring client certificates signed by caFile.
+func newEtcdTLS(t testing.TB, caFile, certFile, keyFile string) *etcdProc {
+	t.Helper()
+	return newEtcdArgs(t, "https", "--cert-file", certFile, "--key-file", keyFile,
+		"--trusted-ca-file", caFile, "--client-cert-auth")
+}
+
+// newEtcdArgs starts an etcdProc whose client URL has scheme, with extra
+// arguments.
+func newEtcdArgs(t testing.TB, scheme string, extra ...string) *etcdProc {
+	t.Helper()
 	bin := etcdBinary()
 	if bin == "" {
 		t.Skip("no etcd binary: run scripts/kube-ref-build or set EDGEAPI_ETCD")
@@ -79,7 +96,8 @@ func newEtcd(t testing.TB) *etcdProc {
 		t:    t,
 		bin:  bin,
 		dir:  t.TempDir(),
-		url:  fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
+		url:  fmt.Sprintf("%s://127.0.0.1:%d", scheme, freePort(t)),
+		args: extra,
 		peer: fmt.Sprintf("http://127.0.0.1:%d", freePort(t)),
 	}
 	e.start()
@@ -105,13 +123,15 @@ func (e *etcdProc) start() {
 		"--initial-cluster", "test="+e.peer,
 		"--log-level", "error",
 	)
+	e.cmd.Args = append(e.cmd.Args, e.args...)
 	e.cmd.Stdout, e.cmd.Stderr = &e.log, &e.log
 	if err := e.cmd.Start(); err != nil {
 		e.t.Fatalf("start etcd: %v", err)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		c, err := net.Dial("tcp", e.url[len("http://"):])
+		_, hostPort, _ := strings.Cut(e.url, "://")
+		c, err := net.Dial("tcp", hostPort)
 		if err == nil {
 			c.Close()
 			return
