@@ -5,6 +5,7 @@ package etcdstore
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -114,5 +115,53 @@ func TestStore_Restart(t *testing.T) {
 	defer mu.Unlock()
 	if want := []int64{first.ModRev, second.ModRev}; len(revs) != 2 || revs[0] != want[0] || revs[1] != want[1] {
 		t.Errorf("subscriber saw revisions %v, want %v", revs, want)
+	}
+}
+
+// TestStore_RunCompactor runs the compactor on two stores on one etcd
+// while writes go on: etcd gets compacted, and the stores take turns, so
+// there are about as many compactions as intervals, not twice as many.
+func TestStore_RunCompactor(t *testing.T) {
+	url := startEtcd(t)
+	s1, s2 := openAt(t, url, ""), openAt(t, url, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	const interval = 100 * time.Millisecond
+	var wg sync.WaitGroup
+	for _, s := range []*Store{s1, s2} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.RunCompactor(ctx, interval)
+		}()
+	}
+	start := time.Now()
+	for i := 0; time.Since(start) < 12*interval; i++ {
+		if _, err := s1.Create(ctx, key("ns", strconv.Itoa(i)), "", cm("ns", strconv.Itoa(i), "", "")); err != nil {
+			t.Fatalf("Create: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	wg.Wait()
+	elapsed := time.Since(start)
+
+	resp, err := s1.client.Get(context.Background(), "/registry"+compactKeySuffix)
+	if err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("compaction key: %v, %d kvs", err, len(resp.Kvs))
+	}
+	compactions, maxRuns := resp.Kvs[0].Version, int64(elapsed/interval)+1
+	if compactions < 1 || compactions > maxRuns {
+		t.Errorf("%d compactions in %v, want 1 to %d", compactions, elapsed, maxRuns)
+	}
+	t.Logf("%d compactions in %v at intervals of %v from two stores", compactions, elapsed, interval)
+	// etcd itself is compacted, up to the last claim (whose Compact the
+	// end of the test may have cancelled).
+	claimed, err := strconv.ParseInt(string(resp.Kvs[0].Value), 10, 64)
+	if err != nil {
+		t.Fatalf("compaction key value %q: %v", resp.Kvs[0].Value, err)
+	}
+	s3 := openAt(t, url, "")
+	if got := s3.CompactedRev(); got < 1 || got > claimed {
+		t.Errorf("etcd compacted at %d, want 1 to the last claim %d", got, claimed)
 	}
 }
