@@ -8,6 +8,14 @@
 // it; a reader of either kind overwrites it from the ModRevision), and are
 // read back stamped with the ModRevision by store.StampRevision.
 //
+// Use: New(ctx, Config{Endpoints, Prefix, TLS}) with TLS from ClientTLS
+// (kube's --etcd-cafile, --etcd-certfile, --etcd-keyfile), then
+// RunCompactor for kube's --etcd-compaction-interval, and Close.
+// Subscribe is fed by one etcd watch on the prefix (watch.go); every write
+// through the store waits until that feed has published its revision, so
+// subscribers see a write before its writer is answered, as with SQLite,
+// and writes through other stores on the same etcd reach them too.
+//
 // Everything but this file builds only with the build tag etcd (go test
 // -tags etcd ./store/etcdstore): the etcd client adds about 12 MB to the
 // stripped binary, and the default build must not link it. Without the
