@@ -105,18 +105,18 @@ func (db *DB) Compact(ctx context.Context, rev int64) error {
 	}
 	scheduled := false
 	err := db.runOnWriter(ctx, func(ctx context.Context, conn *sql.Conn) error {
-		db.holds.mu.Lock()
-		defer db.holds.mu.Unlock()
-		rev = db.holds.clamp(rev)
-		if rev <= db.compactedRev.Load() {
+		return db.holds.Compact(rev, func(held int64) error {
+			rev = held
+			if rev <= db.compactedRev.Load() {
+				return nil
+			}
+			if _, err := db.stmts.setMeta.ExecContext(ctx, metaScheduledCompactRev, rev); err != nil {
+				return translate("schedule compaction", err)
+			}
+			db.compactedRev.Store(rev)
+			scheduled = true
 			return nil
-		}
-		if _, err := db.stmts.setMeta.ExecContext(ctx, metaScheduledCompactRev, rev); err != nil {
-			return translate("schedule compaction", err)
-		}
-		db.compactedRev.Store(rev)
-		scheduled = true
-		return nil
+		})
 	})
 	if err != nil || !scheduled {
 		return err

@@ -212,7 +212,7 @@ type DB struct {
 	rev          atomic.Int64
 	compactedRev atomic.Int64
 	// holds are the revisions readers keep from compaction (Hold).
-	holds holds
+	holds Holds
 	// finishedCompactRev is the finished compaction revision read at Open.
 	finishedCompactRev int64
 

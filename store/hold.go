@@ -2,29 +2,22 @@ package store
 
 import "sync"
 
-// holds counts the revisions that readers keep from compaction. Compact
-// takes mu while it picks its revision and schedules it, so a Hold either
+// Holds counts the revisions that readers keep from compaction
+// (Store.Hold), for any implementation of Store. Compact runs with its
+// lock held while it picks and applies its revision, so a Hold either
 // comes before (and clamps it) or sees the new compacted revision.
-type holds struct {
+type Holds struct {
 	mu   sync.Mutex
 	revs map[int64]int
 }
 
-// clamp returns rev, or the oldest held revision when that is older. The
-// caller holds mu.
-func (h *holds) clamp(rev int64) int64 {
-	for r := range h.revs {
-		rev = min(rev, r)
-	}
-	return rev
-}
-
-// Hold implements Store.
-func (db *DB) Hold(rev int64) (release func()) {
-	h := &db.holds
+// Hold keeps rev from compaction until release is called; a rev below
+// compacted() (read under the lock) is gone already, and holding it does
+// nothing.
+func (h *Holds) Hold(rev int64, compacted func() int64) (release func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if rev < db.compactedRev.Load() {
+	if rev < compacted() {
 		return func() {}
 	}
 	if h.revs == nil {
@@ -41,4 +34,21 @@ func (db *DB) Hold(rev int64) (release func()) {
 			}
 		})
 	}
+}
+
+// Compact calls compact with rev, or the oldest held revision when that
+// is older, with the lock held: no Hold comes between the choice of the
+// revision and compact's result.
+func (h *Holds) Compact(rev int64, compact func(rev int64) error) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for r := range h.revs {
+		rev = min(rev, r)
+	}
+	return compact(rev)
+}
+
+// Hold implements Store.
+func (db *DB) Hold(rev int64) (release func()) {
+	return db.holds.Hold(rev, db.compactedRev.Load)
 }

@@ -70,7 +70,7 @@ type Store struct {
 	closed       atomic.Bool
 
 	// holds guards compaction against held revisions (compaction.go).
-	holds holds
+	holds store.Holds
 
 	// feed is the one etcd watch that feeds subscribers (watch.go).
 	feed feed
