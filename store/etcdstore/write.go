@@ -78,34 +78,17 @@ func (s *Store) Update(ctx context.Context, key store.Key, pre store.Preconditio
 		return store.Object{}, err
 	}
 	k := s.keys.key(key)
-	for {
-		cmp, err := s.precondition(ctx, key, k, pre)
-		if err != nil {
-			return store.Object{}, err
-		}
-		resp, err := s.client.Txn(ctx).If(cmp).
-			Then(clientv3.OpPut(k, string(value), clientv3.WithPrevKV())).
-			Else(clientv3.OpGet(k)).
-			Commit()
-		if err != nil {
-			return store.Object{}, s.translate("update object", err)
-		}
-		rev := resp.Header.Revision
-		s.observe(rev)
-		if !resp.Succeeded {
-			err := failed(resp)
-			if err == store.ErrConflict && pre.UID != "" && pre.ModRev == 0 {
-				continue // changed since the UID was checked: check again
-			}
-			return store.Object{}, err
-		}
-		prev := resp.Responses[0].GetResponsePut().PrevKv
-		obj, err := object(key, &mvccpb.KeyValue{Value: value, CreateRevision: prev.CreateRevision, ModRevision: rev})
-		if err != nil {
-			return store.Object{}, err
-		}
-		return obj, s.waitPublished(ctx, rev)
+	resp, err := s.preconditioned(ctx, key, k, pre, clientv3.OpPut(k, string(value), clientv3.WithPrevKV()), "update object")
+	if err != nil {
+		return store.Object{}, err
 	}
+	rev := resp.Header.Revision
+	prev := resp.Responses[0].GetResponsePut().PrevKv
+	obj, err := object(key, &mvccpb.KeyValue{Value: value, CreateRevision: prev.CreateRevision, ModRevision: rev})
+	if err != nil {
+		return store.Object{}, err
+	}
+	return obj, s.waitPublished(ctx, rev)
 }
 
 // Delete implements store.Store like Update, deleting instead of putting.
@@ -118,38 +101,46 @@ func (s *Store) Delete(ctx context.Context, key store.Key, pre store.Preconditio
 		return store.Object{}, store.ErrNotFound
 	}
 	k := s.keys.key(key)
+	resp, err := s.preconditioned(ctx, key, k, pre, clientv3.OpDelete(k, clientv3.WithPrevKV()), "delete object")
+	if err != nil {
+		return store.Object{}, err
+	}
+	rev := resp.Header.Revision
+	prevs := resp.Responses[0].GetResponseDeleteRange().PrevKvs
+	if len(prevs) == 0 {
+		return store.Object{}, store.ErrNotFound
+	}
+	last := *prevs[0]
+	last.ModRevision = rev
+	obj, err := object(key, &last)
+	if err != nil {
+		return store.Object{}, err
+	}
+	return obj, s.waitPublished(ctx, rev)
+}
+
+// preconditioned runs op on etcd key k in one transaction guarded by pre
+// (see precondition) and returns the successful response. When only a
+// UID was given and the object changed between its check and the
+// transaction, it checks again. what names the write in errors.
+func (s *Store) preconditioned(ctx context.Context, key store.Key, k string, pre store.Preconditions, op clientv3.Op, what string) (*clientv3.TxnResponse, error) {
 	for {
 		cmp, err := s.precondition(ctx, key, k, pre)
 		if err != nil {
-			return store.Object{}, err
+			return nil, err
 		}
-		resp, err := s.client.Txn(ctx).If(cmp).
-			Then(clientv3.OpDelete(k, clientv3.WithPrevKV())).
-			Else(clientv3.OpGet(k)).
-			Commit()
+		resp, err := s.client.Txn(ctx).If(cmp).Then(op).Else(clientv3.OpGet(k)).Commit()
 		if err != nil {
-			return store.Object{}, s.translate("delete object", err)
+			return nil, s.translate(what, err)
 		}
-		rev := resp.Header.Revision
-		s.observe(rev)
-		if !resp.Succeeded {
-			err := failed(resp)
-			if err == store.ErrConflict && pre.UID != "" && pre.ModRev == 0 {
-				continue // changed since the UID was checked: check again
-			}
-			return store.Object{}, err
+		s.observe(resp.Header.Revision)
+		if resp.Succeeded {
+			return resp, nil
 		}
-		prevs := resp.Responses[0].GetResponseDeleteRange().PrevKvs
-		if len(prevs) == 0 {
-			return store.Object{}, store.ErrNotFound
+		if err := failed(resp); err != store.ErrConflict || pre.UID == "" || pre.ModRev != 0 {
+			return nil, err
 		}
-		last := *prevs[0]
-		last.ModRevision = rev
-		obj, err := object(key, &last)
-		if err != nil {
-			return store.Object{}, err
-		}
-		return obj, s.waitPublished(ctx, rev)
+		// Changed since the UID was checked: check again.
 	}
 }
 
