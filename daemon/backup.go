@@ -257,6 +257,11 @@ func (d *daemon) backupHandler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
+		b, ok := d.db.(store.Backuper)
+		if !ok {
+			http.Error(w, "back up: this storage backend has no backup here; back up etcd with `etcdctl snapshot save`", http.StatusNotImplemented)
+			return
+		}
 		scratch := filepath.Join(d.cfg.DataDir, backupScratchDir)
 		if err := os.MkdirAll(scratch, 0o700); err != nil {
 			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
@@ -269,7 +274,7 @@ func (d *daemon) backupHandler() http.Handler {
 		}
 		defer os.RemoveAll(dir)
 		path := filepath.Join(dir, "edgeapi.backup")
-		rev, err := d.db.Backup(r.Context(), path)
+		rev, err := b.Backup(r.Context(), path)
 		if errors.Is(err, store.ErrBackupAborted) {
 			// The WAL or the disk reached its bound while the copy
 			// ran: a state that passes, as a 503 says.

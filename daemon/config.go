@@ -153,6 +153,24 @@ type serveConfig struct {
 	// file: the resources (Secrets, usually) whose stored values are
 	// encrypted, and the providers and keys (empty: none encrypted).
 	EncryptionProviderConfig string `json:"encryption-provider-config"`
+	// StorageBackend is where objects are stored: "sqlite" (the default,
+	// one file in DataDir) or "etcd3" (an etcd v3 cluster, in builds with
+	// the etcd backend: edgeapi-ha).
+	StorageBackend string `json:"storage-backend"`
+	// EtcdServers are the etcd client URLs, comma-separated (etcd3 only).
+	EtcdServers string `json:"etcd-servers"`
+	// EtcdPrefix is the prefix of every key in etcd: kube-apiserver's
+	// layout under it (etcd3 only).
+	EtcdPrefix string `json:"etcd-prefix"`
+	// EtcdCAFile, EtcdCertFile and EtcdKeyFile secure the connection to
+	// etcd: the CA that signed etcd's serving certificate, and the client
+	// certificate and key (etcd3 only).
+	EtcdCAFile   string `json:"etcd-cafile"`
+	EtcdCertFile string `json:"etcd-certfile"`
+	EtcdKeyFile  string `json:"etcd-keyfile"`
+	// EtcdCompactionInterval is how often etcd is compacted, by one
+	// replica at a time (etcd3 only; kube-apiserver's flag).
+	EtcdCompactionInterval duration `json:"etcd-compaction-interval"`
 	// MemoryLimit is the memory budget: the Go runtime's soft memory
 	// limit and the sizes of the caches come from it (budget.go; 0: no
 	// Go limit, caches as for DefaultMemoryLimit). The GOMEMLIMIT
@@ -304,6 +322,9 @@ func defaultServeConfig() serveConfig {
 		DiskReserve:                 byteSize(DefaultDiskReserve),
 		QuotaBackendBytes:           byteSize(DefaultQuotaBackendBytes),
 		CompactionMaxRows:           DefaultCompactionMaxRows,
+		StorageBackend:              DefaultStorageBackend,
+		EtcdPrefix:                  DefaultEtcdPrefix,
+		EtcdCompactionInterval:      duration(DefaultCompactionInterval),
 		MemoryLimit:                 byteSize(DefaultMemoryLimit),
 		ServiceClusterIPRange:       DefaultServiceClusterIPRange,
 		ServiceNodePortRange:        DefaultServiceNodePortRange,
@@ -363,6 +384,13 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.Int64Var(&cfg.CompactionMaxRows, "compaction-max-rows", cfg.CompactionMaxRows, "also compact the change log, without waiting for the interval, when it passes this many `rows`, keeping the newest half (0: no bound)")
 	fs.Var(&cfg.QuotaBackendBytes, "quota-backend-bytes", "refuse creates and updates with 507 once the database holds this `size` (as etcd's flag; deletes, reads and compaction go on, and writes resume when space is reclaimed; 0: no quota)")
 	fs.StringVar(&cfg.EncryptionProviderConfig, "encryption-provider-config", cfg.EncryptionProviderConfig, "kube-apiserver's EncryptionConfiguration `file`: encrypt the named resources' stored values (identity, aesgcm, aescbc and secretbox providers; the first provider and key write, all read)")
+	fs.StringVar(&cfg.StorageBackend, "storage-backend", cfg.StorageBackend, "store objects in `backend`: sqlite (one file in --data-dir) or etcd3 (the etcd v3 cluster at --etcd-servers; in the edgeapi-ha build only)")
+	fs.StringVar(&cfg.EtcdServers, "etcd-servers", cfg.EtcdServers, "etcd client `URLs`, comma-separated (with --storage-backend=etcd3)")
+	fs.StringVar(&cfg.EtcdPrefix, "etcd-prefix", cfg.EtcdPrefix, "`prefix` of every key in etcd, under which objects sit in kube-apiserver's layout")
+	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", cfg.EtcdCAFile, "verify etcd's serving certificate against this PEM CA `file` (etcd over https)")
+	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", cfg.EtcdCertFile, "PEM client certificate `file` for etcd")
+	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", cfg.EtcdKeyFile, "PEM private key `file` of --etcd-certfile")
+	fs.Var(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", "compact etcd at this `interval`, one replica at a time (with --storage-backend=etcd3)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback although --authorization-mode=AlwaysAllow lets every client do everything")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", cfg.ServiceClusterIPRange, "allocate Service cluster IPs from this `CIDR` (IPv4 or IPv6, 2^3 to 2^20 addresses); its first address goes to the default/kubernetes Service")
@@ -513,6 +541,9 @@ func (c *serveConfig) validate() error {
 	}
 	if c.CompactionInterval <= 0 {
 		return fmt.Errorf("invalid compaction-interval %v: must be positive", c.CompactionInterval)
+	}
+	if err := c.validateStorage(); err != nil {
+		return err
 	}
 	if c.MaxRequestBody <= 0 {
 		return fmt.Errorf("invalid max-request-body %v: must be positive", c.MaxRequestBody)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,7 +70,7 @@ type daemon struct {
 	kubeconfigPath string
 
 	unlock func()
-	db     *store.DB
+	db     backend
 	api    *httpapi.Server
 	ctrl   *controller.Manager
 	ln     net.Listener // HTTPS
@@ -132,23 +131,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		log.Info("encrypting stored values", zap.String("resources", enc.Resources()))
 	}
 	// Before the store, which records into them from Open on.
-	if d.metrics, err = newDaemonMetrics(func() store.Stats { return d.db.Stats() }, os.Getenv(disableMetricsEnv) == ""); err != nil {
+	if d.metrics, err = newDaemonMetrics(d.storeStats, os.Getenv(disableMetricsEnv) == ""); err != nil {
 		return nil, err
 	}
-	d.db, err = store.Open(ctx, store.Config{
-		Path:         filepath.Join(dataDir, dbFileName),
-		Logger:       log.Named("store"),
-		ReserveBytes: int64(cfg.DiskReserve),
-		QuotaBytes:   int64(cfg.QuotaBackendBytes),
-		// Zero is the store's default; the flag's 0 means no bound.
-		MaxChangeLogRows: cmp.Or(cfg.CompactionMaxRows, -1),
-		UnsafeNoSync:     cfg.UnsafeTestingSynchronousOff,
-		Transformers:     transformers,
-		Observer:         d.metrics.observer,
-		ObjectCacheBytes: cfg.budget.ObjectCacheBytes,
-		SQLiteCacheBytes: cfg.budget.SQLiteCacheBytes,
-		SQLiteMmapBytes:  cfg.budget.SQLiteMmapBytes,
-	})
+	d.db, err = d.openBackend(ctx, transformers)
 	if err != nil {
 		return nil, err // already "open store <path>: ..."
 	}
@@ -292,7 +278,9 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		RBAC:                d.auth.rbac,
 	})
 	d.ctrl.Start(context.WithoutCancel(ctx))
-	d.metrics.collector.objectCounts = d.db.ObjectCounts
+	if c, ok := d.db.(store.ObjectCounter); ok {
+		d.metrics.collector.objectCounts = c.ObjectCounts
+	}
 	d.metrics.collector.watchCache = d.api.WatchCache().Metrics
 	d.metrics.collector.gcDepth = d.ctrl.GCQueueDepth
 	// As kube-apiserver's crd-informer-synced hook: not ready until the
@@ -374,7 +362,7 @@ func (d *daemon) run(ctx context.Context) error {
 	compactorDone := make(chan struct{})
 	go func() {
 		defer close(compactorDone)
-		d.db.RunCompactor(compactCtx, time.Duration(d.cfg.CompactionInterval))
+		d.db.RunCompactor(compactCtx, d.cfg.compactionInterval())
 	}()
 
 	// Ready, for systemd, when /readyz is: once the custom resources of
@@ -530,7 +518,7 @@ func (d *daemon) statsHandler() http.Handler {
 			return
 		}
 		b, err := json.Marshal(map[string]any{
-			"store":          d.db.Stats(),
+			"store":          d.storeStats(),
 			"goroutines":     runtime.NumGoroutine(),
 			"uptime_seconds": time.Since(d.started).Seconds(),
 			"version":        version,

@@ -11,7 +11,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/edgeapi/edgeapi/auth/serviceaccount"
-	"github.com/edgeapi/edgeapi/store"
 )
 
 // serviceAccountTokens are the issuer of the serviceaccounts/token
@@ -32,7 +31,7 @@ type serviceAccountTokens struct {
 // and the extra verification keys, and builds the issuer and the
 // authenticator over db, and the issuer discovery documents, whose
 // jwks_uri is on addr (host:port).
-func setupServiceAccountTokens(cfg serveConfig, dataDir, addr string, db *store.DB, log *zap.Logger) (*serviceAccountTokens, error) {
+func setupServiceAccountTokens(cfg serveConfig, dataDir, addr string, db serviceaccount.ObjectReader, log *zap.Logger) (*serviceAccountTokens, error) {
 	var key crypto.Signer
 	var err error
 	if cfg.ServiceAccountSigningKeyFile != "" {

@@ -10,6 +10,8 @@ import (
 
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"go.uber.org/zap"
+
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // livenessProbe is one check the daemon must pass before it pings the
@@ -97,11 +99,13 @@ func (d *daemon) startWatchdog() (stop func()) {
 	if interval <= 0 {
 		return func() {}
 	}
+	var probes []livenessProbe
+	if p, ok := d.db.(store.Prober); ok {
+		probes = append(probes, livenessProbe{name: "store", check: p.Alive})
+	}
+	probes = append(probes, livenessProbe{name: "http server", check: d.probeHTTP()})
 	w := &watchdog{
-		probes: []livenessProbe{
-			{name: "store writer", check: d.db.Alive},
-			{name: "http server", check: d.probeHTTP()},
-		},
+		probes:  probes,
 		timeout: interval / 3,
 		notify:  d.notify,
 		log:     d.log.Named("watchdog"),

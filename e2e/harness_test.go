@@ -64,7 +64,16 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	moduleRoot = root
+	if onEtcd() {
+		if e2eEtcd, err = startEtcd(); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			os.Exit(2)
+		}
+	}
 	code := m.Run()
+	if e2eEtcd != nil {
+		e2eEtcd.stop()
+	}
 	if buildDir != "" {
 		os.RemoveAll(buildDir)
 	}
@@ -237,7 +246,7 @@ func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error)
 		output:  &logBuffer{},
 		exited:  make(chan struct{}),
 	}
-	args := []string{"serve", "--data-dir", o.DataDir}
+	args := append([]string{"serve", "--data-dir", o.DataDir}, backendArgs(o.DataDir)...)
 	if o.TLS {
 		d.URL = "https://" + d.Addr
 		d.Kubeconfig = filepath.Join(o.DataDir, "kubeconfig")

@@ -776,7 +776,7 @@ func spaceDetail(x store.Stats) string {
 // healthDetails lists store figures for /readyz?verbose.
 func (s *Server) healthDetails() []string {
 	var out []string
-	if st, ok := s.cfg.Store.(interface{ Stats() store.Stats }); ok {
+	if st, ok := s.cfg.Store.(store.StatsReporter); ok {
 		x := st.Stats()
 		out = append(out,
 			fmt.Sprintf("store revision=%d compacted=%d changelog_rows=%d db_bytes=%d wal_bytes=%d batches=%d batched_writes=%d max_batch=%d",

@@ -283,3 +283,25 @@ func findMember(dec *json.Decoder, name string) bool {
 	}
 	return false
 }
+
+// Alive implements store.Prober: a linearizable count-only read of the
+// prefix, which etcd answers only with a quorum.
+func (s *Store) Alive(ctx context.Context) error {
+	resp, err := s.client.Get(ctx, s.keys.prefix+"/", clientv3.WithCountOnly())
+	if err != nil {
+		return s.translate("probe etcd", err)
+	}
+	s.observe(resp.Header.Revision)
+	return nil
+}
+
+// Stats implements store.StatsReporter with the revisions; the SQLite
+// figures (batches, file sizes) have no etcd counterpart here.
+func (s *Store) Stats() store.Stats {
+	return store.Stats{Rev: s.Rev(), CompactedRev: s.CompactedRev()}
+}
+
+var (
+	_ store.Prober        = (*Store)(nil)
+	_ store.StatsReporter = (*Store)(nil)
+)
