@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"go.uber.org/zap"
@@ -18,10 +17,7 @@ func init() { openEtcd = openEtcdStore }
 
 // openEtcdStore connects to the etcd cluster.
 func openEtcdStore(ctx context.Context, o etcdOptions, log *zap.Logger) (backend, error) {
-	if o.Transformers != nil {
-		return nil, errors.New("open etcd store: --encryption-provider-config is not supported with --storage-backend=etcd3 yet")
-	}
-	cfg := etcdstore.Config{Endpoints: o.Servers, Prefix: o.Prefix}
+	cfg := etcdstore.Config{Endpoints: o.Servers, Prefix: o.Prefix, Transformers: o.Transformers}
 	if o.CAFile != "" || o.CertFile != "" {
 		t, err := etcdstore.ClientTLS(o.CAFile, o.CertFile, o.KeyFile)
 		if err != nil {

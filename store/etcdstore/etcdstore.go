@@ -53,6 +53,11 @@ type Config struct {
 	// (DefaultMaxValueBytes when 0). Raise it with etcd's
 	// --max-request-bytes.
 	MaxValueBytes int
+	// Transformers, when set, returns the Transformer of a resource's
+	// values (encryption at rest, --encryption-provider-config), nil for
+	// values stored as they are. A value's path, which a transformer may
+	// authenticate, is its etcd key, as kube-apiserver's.
+	Transformers func(resource string) store.Transformer
 }
 
 // Store is a store.Store on etcd v3. All methods are safe for concurrent
@@ -61,6 +66,8 @@ type Store struct {
 	client   *clientv3.Client
 	keys     keyer
 	maxValue int
+	// transformers is Config.Transformers.
+	transformers func(resource string) store.Transformer
 
 	// rev is the newest revision seen in any response header.
 	rev atomic.Int64
@@ -108,7 +115,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if maxValue == 0 {
 		maxValue = DefaultMaxValueBytes
 	}
-	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue}
+	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, transformers: cfg.Transformers}
 	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
 	if err != nil {
 		client.Close()
@@ -230,8 +237,58 @@ func (s *Store) translate(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// object turns a key-value into an Object, its value stamped with its
-// ModRevision.
+// transformer returns resource's transformer, nil when values are stored
+// as they are.
+func (s *Store) transformer(resource string) store.Transformer {
+	if s.transformers == nil {
+		return nil
+	}
+	return s.transformers(resource)
+}
+
+// encode returns the stored form of value, the object at etcd key k.
+func (s *Store) encode(key store.Key, k string, value []byte) ([]byte, error) {
+	t := s.transformer(key.Resource)
+	if t == nil {
+		return value, nil
+	}
+	out, err := t.ToStorage(k, value)
+	if err != nil {
+		return nil, fmt.Errorf("transform %s for storage: %w", k, err)
+	}
+	return out, nil
+}
+
+// decode returns the caller's form of kv's value, as etcd holds it.
+func (s *Store) decode(key store.Key, kv *mvccpb.KeyValue) ([]byte, error) {
+	t := s.transformer(key.Resource)
+	if t == nil {
+		return kv.Value, nil
+	}
+	v, _, err := t.FromStorage(string(kv.Key), kv.Value)
+	if err != nil {
+		return nil, &store.TransformError{Path: string(kv.Key), Err: err}
+	}
+	return v, nil
+}
+
+// stored turns a key-value as etcd holds it into an Object: its value
+// decoded and stamped with its ModRevision.
+func (s *Store) stored(key store.Key, kv *mvccpb.KeyValue) (store.Object, error) {
+	if s.transformer(key.Resource) == nil {
+		return object(key, kv)
+	}
+	v, err := s.decode(key, kv)
+	if err != nil {
+		return store.Object{}, err
+	}
+	plain := *kv
+	plain.Value = v
+	return object(key, &plain)
+}
+
+// object turns a key-value holding the caller's form of a value into an
+// Object, its value stamped with its ModRevision.
 func object(key store.Key, kv *mvccpb.KeyValue) (store.Object, error) {
 	v, err := store.StampRevision(kv.Value, kv.ModRevision)
 	if err != nil {

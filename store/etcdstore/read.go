@@ -27,7 +27,7 @@ func (s *Store) Get(ctx context.Context, key store.Key) (store.Object, error) {
 	if len(resp.Kvs) == 0 {
 		return store.Object{}, store.ErrNotFound
 	}
-	return object(key, resp.Kvs[0])
+	return s.stored(key, resp.Kvs[0])
 }
 
 // List implements store.Store with Ranges over the resource's (or the
@@ -107,7 +107,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListRes
 			if !ok {
 				continue
 			}
-			obj, err := object(key, kv)
+			obj, err := s.stored(key, kv)
 			if err != nil {
 				return store.ListResult{}, err
 			}

@@ -179,18 +179,22 @@ func (s *Store) events(evs []*clientv3.Event, keysOnly bool) []store.Event {
 			e.Type = store.Added
 		}
 		if keysOnly {
-			e.Object = store.Object{Key: key, UID: uidOf(kv.Value), CreateRev: kv.CreateRevision, ModRev: kv.ModRevision}
+			v, err := s.decode(key, kv)
+			if err != nil {
+				continue // not an object this store can read
+			}
+			e.Object = store.Object{Key: key, UID: uidOf(v), CreateRev: kv.CreateRevision, ModRev: kv.ModRevision}
 			out = append(out, e)
 			continue
 		}
-		obj, err := object(key, kv)
+		obj, err := s.stored(key, kv)
 		if err != nil {
-			continue // not an object this store wrote
+			continue // not an object this store can read
 		}
 		e.Object = obj
 		if ev.PrevKv != nil && e.Type != store.Added {
-			if prev, err := store.StampRevision(ev.PrevKv.Value, ev.PrevKv.ModRevision); err == nil {
-				e.PrevValue = prev
+			if prev, err := s.stored(key, ev.PrevKv); err == nil {
+				e.PrevValue = prev.Value
 			}
 		}
 		out = append(out, e)

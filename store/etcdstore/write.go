@@ -45,9 +45,13 @@ func (s *Store) Create(ctx context.Context, key store.Key, uid string, value []b
 		return store.Object{}, err
 	}
 	k := s.keys.key(key)
+	enc, err := s.encode(key, k, value)
+	if err != nil {
+		return store.Object{}, err
+	}
 	resp, err := s.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, string(value))).
+		Then(clientv3.OpPut(k, string(enc))).
 		Commit()
 	if err != nil {
 		return store.Object{}, s.translate("create object", err)
@@ -78,7 +82,11 @@ func (s *Store) Update(ctx context.Context, key store.Key, pre store.Preconditio
 		return store.Object{}, err
 	}
 	k := s.keys.key(key)
-	resp, err := s.preconditioned(ctx, key, k, pre, clientv3.OpPut(k, string(value), clientv3.WithPrevKV()), "update object")
+	enc, err := s.encode(key, k, value)
+	if err != nil {
+		return store.Object{}, err
+	}
+	resp, err := s.preconditioned(ctx, key, k, pre, clientv3.OpPut(k, string(enc), clientv3.WithPrevKV()), "update object")
 	if err != nil {
 		return store.Object{}, err
 	}
@@ -112,7 +120,7 @@ func (s *Store) Delete(ctx context.Context, key store.Key, pre store.Preconditio
 	}
 	last := *prevs[0]
 	last.ModRevision = rev
-	obj, err := object(key, &last)
+	obj, err := s.stored(key, &last)
 	if err != nil {
 		return store.Object{}, err
 	}
@@ -200,9 +208,13 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 		if same, err := store.StampRevision(value, cur.ModRev); err == nil && bytes.Equal(same, cur.Value) {
 			return cur, nil
 		}
+		enc, err := s.encode(key, k, value)
+		if err != nil {
+			return store.Object{}, err
+		}
 		resp, err := s.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(k), "=", cur.ModRev)).
-			Then(clientv3.OpPut(k, string(value))).
+			Then(clientv3.OpPut(k, string(enc))).
 			Else(clientv3.OpGet(k)).
 			Commit()
 		if err != nil {
@@ -221,7 +233,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 		if len(kvs) == 0 {
 			return store.Object{}, store.ErrNotFound
 		}
-		if cur, err = object(key, kvs[0]); err != nil {
+		if cur, err = s.stored(key, kvs[0]); err != nil {
 			return store.Object{}, err
 		}
 	}
