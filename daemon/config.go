@@ -169,7 +169,8 @@ type serveConfig struct {
 	EtcdCertFile string `json:"etcd-certfile"`
 	EtcdKeyFile  string `json:"etcd-keyfile"`
 	// EtcdCompactionInterval is how often etcd is compacted, by one
-	// replica at a time (etcd3 only; kube-apiserver's flag).
+	// replica at a time (etcd3 only; kube-apiserver's flag); 0 means
+	// CompactionInterval.
 	EtcdCompactionInterval duration `json:"etcd-compaction-interval"`
 	// MemoryLimit is the memory budget: the Go runtime's soft memory
 	// limit and the sizes of the caches come from it (budget.go; 0: no
@@ -324,7 +325,6 @@ func defaultServeConfig() serveConfig {
 		CompactionMaxRows:           DefaultCompactionMaxRows,
 		StorageBackend:              DefaultStorageBackend,
 		EtcdPrefix:                  DefaultEtcdPrefix,
-		EtcdCompactionInterval:      duration(DefaultCompactionInterval),
 		MemoryLimit:                 byteSize(DefaultMemoryLimit),
 		ServiceClusterIPRange:       DefaultServiceClusterIPRange,
 		ServiceNodePortRange:        DefaultServiceNodePortRange,
@@ -390,7 +390,7 @@ func parseServeConfig(args []string, output io.Writer) (serveConfig, error) {
 	fs.StringVar(&cfg.EtcdCAFile, "etcd-cafile", cfg.EtcdCAFile, "verify etcd's serving certificate against this PEM CA `file` (etcd over https)")
 	fs.StringVar(&cfg.EtcdCertFile, "etcd-certfile", cfg.EtcdCertFile, "PEM client certificate `file` for etcd")
 	fs.StringVar(&cfg.EtcdKeyFile, "etcd-keyfile", cfg.EtcdKeyFile, "PEM private key `file` of --etcd-certfile")
-	fs.Var(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", "compact etcd at this `interval`, one replica at a time (with --storage-backend=etcd3)")
+	fs.Var(&cfg.EtcdCompactionInterval, "etcd-compaction-interval", "compact etcd at this `interval`, one replica at a time (with --storage-backend=etcd3; default: --compaction-interval)")
 	fs.BoolVar(&cfg.InsecureAllowPublicListen, "insecure-allow-public-listen", cfg.InsecureAllowPublicListen, "allow a --listen address that is not loopback although --authorization-mode=AlwaysAllow lets every client do everything")
 	fs.StringVar(&cfg.DebugPprof, "debug-pprof", cfg.DebugPprof, "serve net/http/pprof on this loopback `host:port` (off when empty)")
 	fs.StringVar(&cfg.ServiceClusterIPRange, "service-cluster-ip-range", cfg.ServiceClusterIPRange, "allocate Service cluster IPs from this `CIDR` (IPv4 or IPv6, 2^3 to 2^20 addresses); its first address goes to the default/kubernetes Service")

@@ -278,6 +278,7 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		RBAC:                d.auth.rbac,
 	})
 	d.ctrl.Start(context.WithoutCancel(ctx))
+	d.metrics.collector.revisionsOnly = d.cfg.StorageBackend != backendSQLite
 	if c, ok := d.db.(store.ObjectCounter); ok {
 		d.metrics.collector.objectCounts = c.ObjectCounts
 	}

@@ -72,8 +72,8 @@ func (c *serveConfig) validateStorage() error {
 		if (c.EtcdCertFile == "") != (c.EtcdKeyFile == "") {
 			return errors.New("invalid etcd-certfile and etcd-keyfile: give both or neither")
 		}
-		if c.EtcdCompactionInterval <= 0 {
-			return fmt.Errorf("invalid etcd-compaction-interval %v: must be positive", c.EtcdCompactionInterval)
+		if c.EtcdCompactionInterval < 0 {
+			return fmt.Errorf("invalid etcd-compaction-interval %v: must not be negative", c.EtcdCompactionInterval)
 		}
 	default:
 		return fmt.Errorf("invalid storage-backend %q: want sqlite or etcd3", c.StorageBackend)
@@ -92,9 +92,10 @@ func (c *serveConfig) etcdServers() []string {
 	return out
 }
 
-// compactionInterval is the backend's compaction interval.
+// compactionInterval is the backend's compaction interval: on etcd
+// --etcd-compaction-interval when set, else --compaction-interval.
 func (c *serveConfig) compactionInterval() time.Duration {
-	if c.StorageBackend == backendEtcd3 {
+	if c.StorageBackend == backendEtcd3 && c.EtcdCompactionInterval > 0 {
 		return time.Duration(c.EtcdCompactionInterval)
 	}
 	return time.Duration(c.CompactionInterval)

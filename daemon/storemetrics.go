@@ -19,6 +19,10 @@ type storeCollector struct {
 	objectCounts func(fn func(resource string, n int64)) bool
 	watchCache   func() store.WatchCacheMetrics
 	gcDepth      func() int64
+	// revisionsOnly leaves out the figures of the SQLite file (commit
+	// batches, file sizes, quota) for a backend that has none: etcd
+	// reports its own.
+	revisionsOnly bool
 }
 
 // storeMetric is one figure of store.Stats.
@@ -34,6 +38,10 @@ func boolFloat(b bool) float64 {
 	}
 	return 0
 }
+
+// revisionMetrics is how many of storeMetrics, first, every backend
+// reports: the revisions.
+const revisionMetrics = 2
 
 var storeMetrics = []storeMetric{
 	{prometheus.NewDesc("edgeapi_store_revision", "The store's current revision.", nil, nil), prometheus.GaugeValue,
@@ -113,14 +121,19 @@ func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.stats()
-	for _, m := range storeMetrics {
+	for i, m := range storeMetrics {
+		if c.revisionsOnly && i >= revisionMetrics {
+			break
+		}
 		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(s))
 	}
-	// What the database takes on disk: its file and its WAL.
-	ch <- prometheus.MustNewConstMetric(storageSizeDesc, prometheus.GaugeValue, float64(s.DBBytes+s.WALBytes), storageClusterID)
-	ch <- prometheus.MustNewConstMetric(quotaBytesDesc, prometheus.GaugeValue, float64(s.QuotaBytes))
-	if s.QuotaBytes > 0 {
-		ch <- prometheus.MustNewConstMetric(inUseBytesDesc, prometheus.GaugeValue, float64(s.UsedBytes))
+	if !c.revisionsOnly {
+		// What the database takes on disk: its file and its WAL.
+		ch <- prometheus.MustNewConstMetric(storageSizeDesc, prometheus.GaugeValue, float64(s.DBBytes+s.WALBytes), storageClusterID)
+		ch <- prometheus.MustNewConstMetric(quotaBytesDesc, prometheus.GaugeValue, float64(s.QuotaBytes))
+		if s.QuotaBytes > 0 {
+			ch <- prometheus.MustNewConstMetric(inUseBytesDesc, prometheus.GaugeValue, float64(s.UsedBytes))
+		}
 	}
 	if c.objectCounts != nil {
 		c.objectCounts(func(resource string, n int64) {

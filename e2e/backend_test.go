@@ -1,10 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,8 +54,70 @@ func backendArgs(dataDir string) []string {
 	if err != nil {
 		abs = dataDir
 	}
+	return []string{"--storage-backend=etcd3", "--etcd-servers", e2eEtcd.URL, "--etcd-prefix", etcdPrefixFor(abs)}
+}
+
+// etcdPrefixFor is the --etcd-prefix of a daemon on the data dir abs.
+func etcdPrefixFor(abs string) string {
 	sum := sha256.Sum256([]byte(abs))
-	return []string{"--storage-backend=etcd3", "--etcd-servers", e2eEtcd.URL, "--etcd-prefix", "/e2e/" + hex.EncodeToString(sum[:8])}
+	return "/e2e/" + hex.EncodeToString(sum[:8])
+}
+
+// storageKey is where a daemon on dataDir keeps the object at path
+// ("secrets/ns/name"): kube-apiserver's key, under /registry on SQLite
+// and under the daemon's --etcd-prefix on etcd.
+func storageKey(dataDir, path string) string {
+	if e2eEtcd == nil {
+		return "/registry/" + path
+	}
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	return etcdPrefixFor(abs) + "/" + path
+}
+
+// storedBytes returns every stored byte of the daemon on dataDir: its
+// SQLite database and WAL, or on etcd every key and value under its
+// prefix (read through etcd's JSON gateway).
+func storedBytes(t testing.TB, dataDir string) []byte {
+	t.Helper()
+	if e2eEtcd == nil {
+		var all []byte
+		for _, name := range []string{"edgeapi.db", "edgeapi.db-wal"} {
+			b, err := os.ReadFile(filepath.Join(dataDir, name))
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			all = append(all, b...)
+		}
+		return all
+	}
+	prefix := storageKey(dataDir, "")
+	end := []byte(prefix)
+	end[len(end)-1]++
+	body, _ := json.Marshal(map[string]string{
+		"key":       base64.StdEncoding.EncodeToString([]byte(prefix)),
+		"range_end": base64.StdEncoding.EncodeToString(end),
+	})
+	resp, err := http.Post(e2eEtcd.URL+"/v3/kv/range", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("read etcd: %v", err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Kvs []struct {
+			Key, Value []byte
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("read etcd: %v", err)
+	}
+	var all []byte
+	for _, kv := range out.Kvs {
+		all = append(append(all, kv.Key...), kv.Value...)
+	}
+	return all
 }
 
 // etcdProcess is one etcd member the tests started.
@@ -99,8 +165,10 @@ func startEtcd() (*etcdProcess, error) {
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "e2e="+peer, "--log-level", "warn",
-		// The tests write fast; etcd's default 2 GiB quota is plenty,
-		// but its default snapshot count keeps too much in memory.
+		// Values as large as the SQLite store takes (4 MiB): etcd's
+		// default is 1.5 MiB, past which creates are 413, as they are
+		// for kube-apiserver.
+		"--max-request-bytes", strconv.Itoa(5<<20),
 		"--snapshot-count", "10000")
 	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
 	if err != nil {

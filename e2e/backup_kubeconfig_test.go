@@ -49,6 +49,7 @@ current-context: x
 // an ordinary user (a token, or a client certificate the daemon's CA
 // issued) gets the daemon's 403 and no file.
 func TestBackup_kubeconfig(t *testing.T) {
+	requireSQLite(t)
 	t.Parallel()
 	d := startAuthDaemon(t)
 	ctx := context.Background()

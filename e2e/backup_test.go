@@ -33,6 +33,7 @@ func edgeapiTool(t *testing.T, args ...string) (stdout, stderr string, code int)
 // revisions above every one handed out before, and a watch from an old
 // resourceVersion gets 410 Gone.
 func TestBackupRestore(t *testing.T) {
+	requireSQLite(t)
 	t.Run("edgeapi backup --data-dir", func(t *testing.T) { testBackupRestore(t, "data-dir") })
 	t.Run("edgeapi backup --data-dir --direct", func(t *testing.T) { testBackupRestore(t, "direct") })
 	t.Run("edgeapi backup --unix-socket", func(t *testing.T) { testBackupRestore(t, "unix-socket") })
@@ -211,6 +212,7 @@ func testBackupRestore(t *testing.T, how string) {
 // TestCheck_findsDamage runs edgeapi check on a data dir whose database
 // has been damaged and expects exit 1 with the problem named.
 func TestCheck_findsDamage(t *testing.T) {
+	requireSQLite(t)
 	d := StartDaemon(t)
 	createNamespace(t, d.Clientset(), "ck")
 	if err := d.Stop(); err != nil {
@@ -245,6 +247,7 @@ func sqliteExec(t *testing.T, path, stmt string) {
 // values that do not decode without it; then backs it up and restores it,
 // without and with the config.
 func TestCheck_encryption(t *testing.T) {
+	requireSQLite(t)
 	enc := writeCrashEncConfig(t)
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--encryption-provider-config", enc}})
 	cs := d.Clientset()
@@ -285,6 +288,7 @@ func TestCheck_encryption(t *testing.T) {
 // answer holds every stored Secret, is refused to anonymous and ordinary
 // users and served to system:masters.
 func TestBackup_endpointNeedsAdmin(t *testing.T) {
+	requireSQLite(t)
 	d := startAuthDaemon(t)
 	c := tlsClient(t, d)
 	for _, who := range []struct {
@@ -305,6 +309,7 @@ func TestBackup_endpointNeedsAdmin(t *testing.T) {
 // removed once sent, and that a copy left by a daemon killed while
 // sending one is removed at the next start.
 func TestBackup_endpointLeavesNothing(t *testing.T) {
+	requireSQLite(t)
 	dataDir := t.TempDir()
 	left := filepath.Join(dataDir, "backups.tmp", "backup-1", "edgeapi.backup")
 	if err := os.MkdirAll(filepath.Dir(left), 0o700); err != nil {

@@ -30,6 +30,7 @@ func dataDirBytes(t *testing.T, dataDir string) int64 {
 // files are smaller, `edgeapi check` passes, the daemon starts and serves
 // the objects left, and a watch from before the compaction gets 410 Gone.
 func TestCompactDefrag(t *testing.T) {
+	requireSQLite(t)
 	t.Parallel()
 	const (
 		ns   = "defrag"

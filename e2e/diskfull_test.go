@@ -84,6 +84,7 @@ func diskFullCM(name string, i int) []byte {
 // succeed again without a restart. Then a restart finds every
 // acknowledged write.
 func TestDiskFull(t *testing.T) {
+	requireSQLite(t)
 	t.Parallel()
 	const (
 		ns      = "full"

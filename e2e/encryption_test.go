@@ -20,7 +20,7 @@ import (
 )
 
 // This file tests --encryption-provider-config end to end: Secrets are
-// never in the clear in the SQLite files (database and WAL, objects and
+// never in the clear in the stored data (database and WAL, objects and
 // change log) while the API serves them in the clear, and keys rotate.
 
 // encKey returns a random base64 key of n bytes.
@@ -62,18 +62,11 @@ func secretMarker(t *testing.T) string {
 	return "pw-" + hex.EncodeToString(b) // 27 bytes
 }
 
-// dataFiles returns the bytes of the database and its WAL.
+// dataFiles returns every stored byte of the daemon on dir: the SQLite
+// database and its WAL, or its keys and values in etcd.
 func dataFiles(t *testing.T, dir string) []byte {
 	t.Helper()
-	var all []byte
-	for _, name := range []string{"edgeapi.db", "edgeapi.db-wal"} {
-		b, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil && !os.IsNotExist(err) {
-			t.Fatal(err)
-		}
-		all = append(all, b...)
-	}
-	return all
+	return storedBytes(t, dir)
 }
 
 // inClear reports whether marker is in b as it is or base64-encoded.
@@ -164,14 +157,14 @@ func TestEncryption_SecretsNotInClearOnDisk(t *testing.T) {
 				files := dataFiles(t, d.DataDir)
 				for _, m := range []string{created, updated, deleted} {
 					if inClear(files, m) {
-						t.Errorf("%s: secret value %q is in the clear in the SQLite files", when, m)
+						t.Errorf("%s: secret value %q is in the clear in the stored data", when, m)
 					}
 				}
 				if !inClear(files, cmValue) {
-					t.Errorf("%s: the ConfigMap's value is not found in the SQLite files: the scan does not work", when)
+					t.Errorf("%s: the ConfigMap's value is not found in the stored data: the scan does not work", when)
 				}
 				if !bytes.Contains(files, []byte(prefix)) {
-					t.Errorf("%s: no value with prefix %q in the SQLite files", when, prefix)
+					t.Errorf("%s: no value with prefix %q in the stored data", when, prefix)
 				}
 			}
 			check("running")
@@ -203,7 +196,7 @@ func TestEncryption_IdentityFirstStoresPlaintext(t *testing.T) {
 	m := secretMarker(t)
 	createSecret(t, d, "enc", "s1", m)
 	if files := dataFiles(t, d.DataDir); !inClear(files, m) {
-		t.Errorf("identity first: the secret value is not in the clear in the SQLite files")
+		t.Errorf("identity first: the secret value is not in the clear in the stored data")
 	}
 }
 
@@ -230,6 +223,7 @@ func TestEncryption_Rotation(t *testing.T) {
 		})
 	})
 	t.Run("edgeapi rewrite-secrets", func(t *testing.T) {
+		requireSQLite(t) // an offline tool on the SQLite file
 		testRotation(t, func(t *testing.T, dir, both string, n int) {
 			// Refused while the daemon runs.
 			d := StartDaemon(t, DaemonOptions{DataDir: dir, Args: []string{"--encryption-provider-config", both}})
@@ -285,7 +279,7 @@ func testRotation(t *testing.T, rewrite func(t *testing.T, dir, both string, n i
 		t.Errorf("GET without the old key: got %d %s, want 500 Internal error occurred: no matching prefix found", res.Status, res.Body)
 	}
 	res = rawGet(t, d, "/api/v1/namespaces/a/secrets")
-	if want := `"message":"Internal error occurred: unable to transform key \"/registry/secrets/a/s0\": no matching prefix found"`; res.Status != http.StatusInternalServerError || !strings.Contains(string(res.Body), want) {
+	if want := `"message":"Internal error occurred: unable to transform key \"` + storageKey(dir, "secrets/a/s0") + `\": no matching prefix found"`; res.Status != http.StatusInternalServerError || !strings.Contains(string(res.Body), want) {
 		t.Errorf("LIST without the old key: got %d %s, want 500 %s", res.Status, res.Body, want)
 	}
 	if err := d.Stop(); err != nil {

@@ -243,6 +243,7 @@ func noSpaceStats(t *testing.T, d *Daemon) (s struct {
 //     with no restart, and the state after a last stop passes `edgeapi
 //     check` and restarts with every acknowledged write.
 func TestENOSPC(t *testing.T) {
+	requireSQLite(t)
 	t.Parallel()
 	const ns = "enospc"
 	mnt := mountTmpfs(t, 40<<20)

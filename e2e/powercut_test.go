@@ -33,6 +33,7 @@ import (
 // scripts/powercut runs 100) and EDGEAPI_POWERCUT_SEED reruns a logged
 // seed. Without /dev/fuse or root the test is skipped with the reason.
 func TestPowerCut(t *testing.T) {
+	requireSQLite(t)
 	t.Parallel()
 	cycles := envCount(t, "EDGEAPI_POWERCUT_CYCLES", 5)
 	seed := envSeed(t, "EDGEAPI_POWERCUT_SEED")

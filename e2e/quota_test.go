@@ -20,6 +20,7 @@ import (
 // and serves reads; and once the objects are deleted and the
 // change log compacted, writes succeed again without a restart.
 func TestQuotaBackendBytes(t *testing.T) {
+	requireSQLite(t)
 	t.Parallel()
 	const ns = "quota"
 	opts := DaemonOptions{DataDir: t.TempDir(), Args: []string{"--quota-backend-bytes", "4Mi", "--compaction-interval", "1s"}}
@@ -164,6 +165,7 @@ func storeSizeStats(t *testing.T, d *Daemon) sizeStats {
 // change log compacted anyway: a watch from before is told 410 Gone, and
 // one from within the newest 100 revisions still starts.
 func TestCompactionMaxRows(t *testing.T) {
+	requireSQLite(t)
 	t.Parallel()
 	const ns, maxRows = "sizebound", 200
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--compaction-interval", "1h", "--compaction-max-rows", fmt.Sprint(maxRows)}})

@@ -295,8 +295,13 @@ func (s *Server) handleList(r *request) error {
 			return s.writeError(c, apierrors.NewBadRequest("invalid continue token: "+err.Error()))
 		}
 		lo.Rev, lo.AfterNamespace, lo.AfterName = crev, ns, name
-		if crev == -1 || crev >= s.cfg.Store.Rev() {
+		if crev == -1 || crev > s.cfg.Store.Rev() {
 			// -1: an inconsistent continuation at the latest revision.
+			// A token past this store's revision (one another replica
+			// gave, before this one saw its revision) lists at the
+			// latest too. At the current revision it lists at exactly
+			// crev: on etcd the revision moves with every write to the
+			// cluster, and the pages must stay at the token's.
 			lo.Rev = 0
 		}
 	}

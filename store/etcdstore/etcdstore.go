@@ -31,9 +31,10 @@ const (
 	// DefaultListBatch is how many keys one etcd Range reads when a
 	// filter or a byte bound means List cannot ask for exactly Limit+1.
 	DefaultListBatch = 500
-	// DefaultMaxValueBytes is etcd's default --max-request-bytes (1.5
-	// MiB) less room for the key and the transaction around the value.
-	DefaultMaxValueBytes = 3<<19 - 16<<10
+	// MaxRequestBytes bounds a request this client sends: etcd's own
+	// --max-request-bytes (1.5 MiB by default) decides below it, and
+	// values it refuses fail with ErrTooLarge.
+	MaxRequestBytes = 64 << 20
 )
 
 // Config configures a Store.
@@ -48,10 +49,10 @@ type Config struct {
 	TLS *tls.Config
 	// DialTimeout bounds the first connection (DefaultDialTimeout when 0).
 	DialTimeout time.Duration
-	// MaxValueBytes is the largest value Create and Update accept; larger
-	// ones fail with ErrTooLarge before reaching etcd
-	// (DefaultMaxValueBytes when 0). Raise it with etcd's
-	// --max-request-bytes.
+	// MaxValueBytes, when positive, is the largest value Create and Update
+	// send; larger ones fail with ErrTooLarge before reaching etcd. When
+	// 0, etcd decides with its --max-request-bytes, as for
+	// kube-apiserver, and its refusal is ErrTooLarge too.
 	MaxValueBytes int
 	// Transformers, when set, returns the Transformer of a resource's
 	// values (encryption at rest, --encryption-provider-config), nil for
@@ -106,14 +107,17 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		Endpoints:   cfg.Endpoints,
 		TLS:         cfg.TLS,
 		DialTimeout: dial,
+		// gRPC's own default (2 MiB) would refuse values etcd accepts
+		// when its --max-request-bytes is raised.
+		MaxCallSendMsgSize: MaxRequestBytes,
 		Context:     ctx,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open etcd store: %w", err)
 	}
 	maxValue := cfg.MaxValueBytes
-	if maxValue == 0 {
-		maxValue = DefaultMaxValueBytes
+	if maxValue <= 0 {
+		maxValue = MaxRequestBytes
 	}
 	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, transformers: cfg.Transformers}
 	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
@@ -259,32 +263,63 @@ func (s *Store) encode(key store.Key, k string, value []byte) ([]byte, error) {
 	return out, nil
 }
 
-// decode returns the caller's form of kv's value, as etcd holds it.
-func (s *Store) decode(key store.Key, kv *mvccpb.KeyValue) ([]byte, error) {
+// encryptedPrefix starts every value kube-apiserver's encrypting
+// providers write.
+var encryptedPrefix = []byte("k8s:enc:")
+
+// errReadEncrypted is kube-apiserver's identity transformer's answer to an
+// encrypted value.
+var errReadEncrypted = errors.New("identity transformer tried to read encrypted data")
+
+// decode returns the caller's form of kv's value, as etcd holds it, and
+// whether it is stale (see store.Transformer.FromStorage).
+func (s *Store) decode(key store.Key, kv *mvccpb.KeyValue) ([]byte, bool, error) {
 	t := s.transformer(key.Resource)
 	if t == nil {
-		return kv.Value, nil
+		if bytes.HasPrefix(kv.Value, encryptedPrefix) {
+			return nil, false, &store.TransformError{Path: string(kv.Key), Err: errReadEncrypted}
+		}
+		return kv.Value, false, nil
 	}
-	v, _, err := t.FromStorage(string(kv.Key), kv.Value)
+	v, stale, err := t.FromStorage(string(kv.Key), kv.Value)
 	if err != nil {
-		return nil, &store.TransformError{Path: string(kv.Key), Err: err}
+		return nil, false, &store.TransformError{Path: string(kv.Key), Err: err}
 	}
-	return v, nil
+	return v, stale, nil
 }
 
 // stored turns a key-value as etcd holds it into an Object: its value
 // decoded and stamped with its ModRevision.
 func (s *Store) stored(key store.Key, kv *mvccpb.KeyValue) (store.Object, error) {
-	if s.transformer(key.Resource) == nil {
-		return object(key, kv)
+	obj, _, err := s.storedStale(key, kv)
+	return obj, err
+}
+
+// storedInList is stored for a list or a watch: kube-apiserver names the
+// key in a transformer's error there.
+func (s *Store) storedInList(key store.Key, kv *mvccpb.KeyValue) (store.Object, error) {
+	obj, _, err := s.storedStale(key, kv)
+	var te *store.TransformError
+	if errors.As(err, &te) {
+		return store.Object{}, &store.TransformError{Path: te.Path, Err: fmt.Errorf("unable to transform key %q: %w", te.Path, te.Err)}
 	}
-	v, err := s.decode(key, kv)
+	return obj, err
+}
+
+// storedStale is stored, also reporting whether the value is stale.
+func (s *Store) storedStale(key store.Key, kv *mvccpb.KeyValue) (store.Object, bool, error) {
+	v, stale, err := s.decode(key, kv)
 	if err != nil {
-		return store.Object{}, err
+		return store.Object{}, false, err
+	}
+	if s.transformer(key.Resource) == nil {
+		obj, err := object(key, kv) // v is kv.Value
+		return obj, false, err
 	}
 	plain := *kv
 	plain.Value = v
-	return object(key, &plain)
+	obj, err := object(key, &plain)
+	return obj, stale, err
 }
 
 // object turns a key-value holding the caller's form of a value into an

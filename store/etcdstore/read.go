@@ -13,21 +13,27 @@ import (
 // Get implements store.Store with one linearizable Range: the object as
 // of etcd's latest commit, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, key store.Key) (store.Object, error) {
+	obj, _, err := s.get(ctx, key)
+	return obj, err
+}
+
+// get is Get, also reporting whether the stored value is stale.
+func (s *Store) get(ctx context.Context, key store.Key) (store.Object, bool, error) {
 	if s.closed.Load() {
-		return store.Object{}, store.ErrClosed
+		return store.Object{}, false, store.ErrClosed
 	}
 	if !validKey(key) {
-		return store.Object{}, store.ErrNotFound
+		return store.Object{}, false, store.ErrNotFound
 	}
 	resp, err := s.client.Get(ctx, s.keys.key(key))
 	if err != nil {
-		return store.Object{}, s.translate("get object", err)
+		return store.Object{}, false, s.translate("get object", err)
 	}
 	s.observe(resp.Header.Revision)
 	if len(resp.Kvs) == 0 {
-		return store.Object{}, store.ErrNotFound
+		return store.Object{}, false, store.ErrNotFound
 	}
-	return s.stored(key, resp.Kvs[0])
+	return s.storedStale(key, resp.Kvs[0])
 }
 
 // List implements store.Store with Ranges over the resource's (or the
@@ -44,9 +50,9 @@ func (s *Store) Get(ctx context.Context, key store.Key) (store.Object, error) {
 //
 // Limit, Filter, MaxBytes, More, Remaining and Cut are as in
 // store.ListOptions and store.ListResult: without a Filter or MaxBytes
-// one Range asks for Limit+1 keys and its count gives Remaining; otherwise
-// Ranges read DefaultListBatch keys at a time and Remaining is -1 when
-// More.
+// one Range asks for Limit+1 keys; otherwise Ranges read DefaultListBatch
+// keys at a time. Without a Filter, the Range's count gives Remaining;
+// with one Remaining is -1 when More.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListResult, error) {
 	if s.closed.Load() {
 		return store.ListResult{}, store.ErrClosed
@@ -107,7 +113,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListRes
 			if !ok {
 				continue
 			}
-			obj, err := s.stored(key, kv)
+			obj, err := s.storedInList(key, kv)
 			if err != nil {
 				return store.ListResult{}, err
 			}
@@ -116,9 +122,10 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListRes
 			}
 			if opts.Limit > 0 && len(res.Objects) == opts.Limit {
 				res.More = true
-				if exact {
-					// Count is every key from start; those returned and
-					// this one are not remaining after the last returned.
+				if opts.Filter == nil {
+					// Count is every key from this Range's start; those
+					// before this one in it are not remaining after the
+					// last returned.
 					res.Remaining = resp.Count - int64(i)
 				} else {
 					res.Remaining = -1

@@ -80,16 +80,19 @@ func TestStore_Create(t *testing.T) {
 	if _, err := s.Create(ctx, key("ns", "bad"), "", []byte(`{"kind":"x"}`)); !errors.Is(err, store.ErrInvalidObject) {
 		t.Errorf("Create without metadata: got %v, want ErrInvalidObject", err)
 	}
-	big := cm("ns", "big", "", strings.Repeat("x", DefaultMaxValueBytes))
-	if _, err := s.Create(ctx, key("ns", "big"), "", big); !errors.Is(err, store.ErrTooLarge) {
+	// Past etcd's --max-request-bytes (its default, 1.5 MiB, here) etcd
+	// refuses the value, beyond gRPC's default 2 MiB as well.
+	for _, n := range []int{2 << 20, 3 << 20} {
+		big := cm("ns", "big", "", strings.Repeat("x", n))
+		if _, err := s.Create(ctx, key("ns", "big"), "", big); !errors.Is(err, store.ErrTooLarge) {
+			t.Errorf("Create of %d bytes: got %v, want ErrTooLarge", n, err)
+		}
+	}
+	s.maxValue = 1 << 10 // Config.MaxValueBytes: checked before sending
+	if _, err := s.Create(ctx, key("ns", "big"), "", cm("ns", "big", "", strings.Repeat("x", 2<<10))); !errors.Is(err, store.ErrTooLarge) {
 		t.Errorf("Create over MaxValueBytes: got %v, want ErrTooLarge", err)
 	}
-	s.maxValue = 4 << 20 // past etcd's own limit
-	bigger := cm("ns", "big", "", strings.Repeat("x", 2<<20))
-	if _, err := s.Create(ctx, key("ns", "big"), "", bigger); !errors.Is(err, store.ErrTooLarge) {
-		t.Errorf("Create over etcd's limit: got %v, want ErrTooLarge", err)
-	}
-	s.maxValue = DefaultMaxValueBytes
+	s.maxValue = MaxRequestBytes
 	// The etcd key is kube-apiserver's.
 	resp, err := s.client.Get(ctx, "/registry/configmaps/ns/a")
 	if err != nil || len(resp.Kvs) != 1 {
@@ -258,6 +261,16 @@ func TestStore_List(t *testing.T) {
 		got = append(got, names(res.Objects)...)
 		if !equal(got, all) {
 			t.Errorf("pages: got %v, want %v", got, all)
+		}
+	})
+	t.Run("PagesWithByteBound", func(t *testing.T) {
+		// As the API lists: a Limit and a byte bound that is not reached.
+		res, err := s.List(ctx, store.ListOptions{Resource: "configmaps", Limit: 4, MaxBytes: 1 << 20})
+		if err != nil {
+			t.Fatalf("List: %v", err)
+		}
+		if got, want := names(res.Objects), all[:4]; !equal(got, want) || !res.More || res.Cut || res.Remaining != 2 {
+			t.Errorf("got %v More %v Cut %v Remaining %d, want %v true false 2", got, res.More, res.Cut, res.Remaining, want)
 		}
 	})
 	t.Run("Filter", func(t *testing.T) {

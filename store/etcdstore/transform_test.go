@@ -140,3 +140,39 @@ func TestStore_Transformers(t *testing.T) {
 		t.Errorf("Get of an unsealed value: %v, want a TransformError for /registry/configmaps/ns/b", err)
 	}
 }
+
+// staleSealer reads sealer's values and reports them stale, as a
+// transformer does whose first key is no longer the one they were
+// written with.
+type staleSealer struct{ sealer }
+
+func (t staleSealer) FromStorage(path string, stored []byte) ([]byte, bool, error) {
+	v, _, err := t.sealer.FromStorage(path, stored)
+	return v, true, err
+}
+
+func TestStore_GuaranteedUpdateRewritesStale(t *testing.T) {
+	url := startEtcd(t)
+	ctx := context.Background()
+	var tr store.Transformer = sealer{}
+	s, err := New(ctx, Config{Endpoints: []string{url}, Transformers: func(string) store.Transformer { return tr }})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer s.Close()
+	k := key("ns", "a")
+	created, err := s.Create(ctx, k, "u1", cm("ns", "a", "u1", "v"))
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	same := func(cur store.Object) ([]byte, error) { return cm("ns", "a", "u1", "v"), nil }
+	got, err := s.GuaranteedUpdate(ctx, k, same)
+	if err != nil || got.ModRev != created.ModRev {
+		t.Fatalf("unchanged update of a fresh value: rev %d, %v; want %d (nothing written)", got.ModRev, err, created.ModRev)
+	}
+	tr = staleSealer{}
+	got, err = s.GuaranteedUpdate(ctx, k, same)
+	if err != nil || got.ModRev <= created.ModRev {
+		t.Errorf("unchanged update of a stale value: rev %d, %v; want it written again past %d", got.ModRev, err, created.ModRev)
+	}
+}

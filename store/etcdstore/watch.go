@@ -179,7 +179,7 @@ func (s *Store) events(evs []*clientv3.Event, keysOnly bool) []store.Event {
 			e.Type = store.Added
 		}
 		if keysOnly {
-			v, err := s.decode(key, kv)
+			v, _, err := s.decode(key, kv)
 			if err != nil {
 				continue // not an object this store can read
 			}

@@ -192,7 +192,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 	if s.closed.Load() {
 		return store.Object{}, store.ErrClosed
 	}
-	cur, err := s.Get(ctx, key)
+	cur, stale, err := s.get(ctx, key)
 	if err != nil {
 		return store.Object{}, err
 	}
@@ -205,7 +205,11 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 		if err := s.checkValue(key, value); err != nil {
 			return store.Object{}, err
 		}
-		if same, err := store.StampRevision(value, cur.ModRev); err == nil && bytes.Equal(same, cur.Value) {
+		// Unchanged writes nothing, unless the stored bytes are stale
+		// (written with a key that is no longer the first): then it is
+		// written again, as kube-apiserver does, which is how an update
+		// without changes moves a Secret to the new key.
+		if same, err := store.StampRevision(value, cur.ModRev); err == nil && bytes.Equal(same, cur.Value) && !stale {
 			return cur, nil
 		}
 		enc, err := s.encode(key, k, value)
@@ -233,7 +237,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 		if len(kvs) == 0 {
 			return store.Object{}, store.ErrNotFound
 		}
-		if cur, err = s.stored(key, kvs[0]); err != nil {
+		if cur, stale, err = s.storedStale(key, kvs[0]); err != nil {
 			return store.Object{}, err
 		}
 	}
