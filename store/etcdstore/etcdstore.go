@@ -110,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// gRPC's own default (2 MiB) would refuse values etcd accepts
 		// when its --max-request-bytes is raised.
 		MaxCallSendMsgSize: MaxRequestBytes,
-		Context:     ctx,
+		Context:            ctx,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open etcd store: %w", err)
