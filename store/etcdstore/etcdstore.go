@@ -4,6 +4,7 @@ package etcdstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -31,6 +32,11 @@ const (
 	// DefaultListBatch is how many keys one etcd Range reads when a
 	// filter or a byte bound means List cannot ask for exactly Limit+1.
 	DefaultListBatch = 500
+	// DefaultListConcurrency is how many Lists read from etcd at once; the
+	// others wait. Each holds up to a list's worth of values twice (etcd's
+	// response and the stamped copies), so under a burst of lists this,
+	// like the SQLite store's read pool, bounds the memory they take.
+	DefaultListConcurrency = 8
 	// MaxRequestBytes bounds a request this client sends: etcd's own
 	// --max-request-bytes (1.5 MiB by default) decides below it, and
 	// values it refuses fail with ErrTooLarge.
@@ -59,6 +65,9 @@ type Config struct {
 	// values stored as they are. A value's path, which a transformer may
 	// authenticate, is its etcd key, as kube-apiserver's.
 	Transformers func(resource string) store.Transformer
+	// ListConcurrency bounds the Lists reading from etcd at once
+	// (DefaultListConcurrency when 0).
+	ListConcurrency int
 }
 
 // Store is a store.Store on etcd v3. All methods are safe for concurrent
@@ -69,6 +78,9 @@ type Store struct {
 	maxValue int
 	// transformers is Config.Transformers.
 	transformers func(resource string) store.Transformer
+	// listSlots (capacity Config.ListConcurrency) holds one token per
+	// List reading.
+	listSlots chan struct{}
 
 	// rev is the newest revision seen in any response header.
 	rev atomic.Int64
@@ -119,7 +131,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if maxValue <= 0 {
 		maxValue = MaxRequestBytes
 	}
-	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, transformers: cfg.Transformers}
+	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, transformers: cfg.Transformers,
+		listSlots: make(chan struct{}, cmp.Or(max(cfg.ListConcurrency, 0), DefaultListConcurrency))}
 	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
 	if err != nil {
 		client.Close()

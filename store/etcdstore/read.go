@@ -63,6 +63,12 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListRes
 	if opts.Rev > 0 && opts.Rev < s.compactedRev.Load() {
 		return store.ListResult{}, store.ErrCompacted
 	}
+	select {
+	case s.listSlots <- struct{}{}:
+		defer func() { <-s.listSlots }()
+	case <-ctx.Done():
+		return store.ListResult{}, ctx.Err()
+	}
 	prefix := s.keys.resourcePrefix(opts.Resource)
 	if opts.Namespace != "" {
 		prefix = s.keys.namespacePrefix(opts.Resource, opts.Namespace)

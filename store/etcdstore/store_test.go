@@ -591,3 +591,40 @@ func TestStore_Close(t *testing.T) {
 		t.Errorf("List after Close: got %v, want ErrClosed", err)
 	}
 }
+
+func TestStore_ListConcurrency(t *testing.T) {
+	url := startEtcd(t)
+	ctx := context.Background()
+	s, err := New(ctx, Config{Endpoints: []string{url}, ListConcurrency: 1})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	defer s.Close()
+	if _, err := s.Create(ctx, key("ns", "a"), "u", cm("ns", "a", "u", "1")); err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	// The first List holds the only slot until release closes.
+	inside, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.List(ctx, store.ListOptions{Resource: "configmaps", Filter: func(*store.Object) bool {
+			close(inside)
+			<-release
+			return true
+		}})
+		done <- err
+	}()
+	<-inside
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if _, err := s.List(short, store.ListOptions{Resource: "configmaps"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second List while the slot is held: %v, want it to wait until its context ends", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatalf("first List: %v", err)
+	}
+	if res, err := s.List(ctx, store.ListOptions{Resource: "configmaps"}); err != nil || len(res.Objects) != 1 {
+		t.Errorf("List after the slot is free: %d objects, %v; want 1", len(res.Objects), err)
+	}
+}
