@@ -134,7 +134,13 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.metrics, err = newDaemonMetrics(d.storeStats, os.Getenv(disableMetricsEnv) == ""); err != nil {
 		return nil, err
 	}
-	d.db, err = d.openBackend(ctx, transformers)
+	builtinOpts := registry.BuiltinOptions{
+		ServiceClusterIPRange: cfg.ServiceClusterIPRange,
+		ServiceNodePortRange:  cfg.ServiceNodePortRange,
+	}
+	// Before the store: the etcd backend names each value's kind from it.
+	reg := registry.Builtin(builtinOpts)
+	d.db, err = d.openBackend(ctx, transformers, reg)
 	if err != nil {
 		return nil, err // already "open store <path>: ..."
 	}
@@ -190,15 +196,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		}
 	}
 
-	builtinOpts := registry.BuiltinOptions{
-		ServiceClusterIPRange: cfg.ServiceClusterIPRange,
-		ServiceNodePortRange:  cfg.ServiceNodePortRange,
-	}
 	kubeSvc, err := kubernetesService(builtinOpts, d.ln.Addr())
 	if err != nil {
 		return nil, err
 	}
-	reg := registry.Builtin(builtinOpts)
 
 	d.api, err = httpapi.New(httpapi.Config{
 		Store:               d.db,

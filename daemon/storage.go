@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
 
@@ -46,6 +47,9 @@ type etcdOptions struct {
 	Prefix                    string
 	CAFile, CertFile, KeyFile string
 	Transformers              func(resource string) store.Transformer
+	// TypeMeta names the apiVersion and kind of a storage resource's
+	// values, which etcd keeps in them as kube-apiserver does.
+	TypeMeta func(resource string) (apiVersion, kind string)
 }
 
 // openEtcd opens the etcd backend; nil in builds without it (the file
@@ -102,7 +106,7 @@ func (c *serveConfig) compactionInterval() time.Duration {
 }
 
 // openBackend opens the configured store.
-func (d *daemon) openBackend(ctx context.Context, transformers func(string) store.Transformer) (backend, error) {
+func (d *daemon) openBackend(ctx context.Context, transformers func(string) store.Transformer, reg *registry.Registry) (backend, error) {
 	cfg := d.cfg
 	if cfg.StorageBackend == backendEtcd3 {
 		d.log.Info("storing objects in etcd", zap.Strings("servers", cfg.etcdServers()), zap.String("prefix", cfg.EtcdPrefix))
@@ -113,6 +117,7 @@ func (d *daemon) openBackend(ctx context.Context, transformers func(string) stor
 			CertFile:     cfg.EtcdCertFile,
 			KeyFile:      cfg.EtcdKeyFile,
 			Transformers: transformers,
+			TypeMeta:     storageTypeMeta(reg),
 		}, d.log.Named("store"))
 	}
 	db, err := store.Open(ctx, store.Config{
@@ -134,6 +139,19 @@ func (d *daemon) openBackend(ctx context.Context, transformers func(string) stor
 		return nil, err
 	}
 	return db, nil
+}
+
+// storageTypeMeta returns the apiVersion and kind of each storage
+// resource's stored values: its storage version, from reg's current
+// kinds (custom resources come and go with their CRDs).
+func storageTypeMeta(reg *registry.Registry) func(resource string) (apiVersion, kind string) {
+	return func(resource string) (string, string) {
+		k := reg.Snapshot().ByStorage()[resource]
+		if k == nil {
+			return "", ""
+		}
+		return k.StorageGVK.GroupVersion().String(), k.StorageGVK.Kind
+	}
 }
 
 // storeStats returns the backend's figures; a backend without

@@ -17,7 +17,7 @@ func init() { openEtcd = openEtcdStore }
 
 // openEtcdStore connects to the etcd cluster.
 func openEtcdStore(ctx context.Context, o etcdOptions, log *zap.Logger) (backend, error) {
-	cfg := etcdstore.Config{Endpoints: o.Servers, Prefix: o.Prefix, Transformers: o.Transformers}
+	cfg := etcdstore.Config{Endpoints: o.Servers, Prefix: o.Prefix, Transformers: o.Transformers, TypeMeta: o.TypeMeta}
 	if o.CAFile != "" || o.CertFile != "" {
 		t, err := etcdstore.ClientTLS(o.CAFile, o.CertFile, o.KeyFile)
 		if err != nil {

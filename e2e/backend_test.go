@@ -197,3 +197,11 @@ func (e *etcdProcess) stop() {
 	_ = e.cmd.Wait()
 	os.RemoveAll(e.dir)
 }
+
+// rvNotOlder reports whether resourceVersion got (a JSON string) is at or
+// after want.
+func rvNotOlder(got, want any) bool {
+	g, err1 := strconv.ParseInt(fmt.Sprint(got), 10, 64)
+	w, err2 := strconv.ParseInt(fmt.Sprint(want), 10, 64)
+	return err1 == nil && err2 == nil && g >= w
+}

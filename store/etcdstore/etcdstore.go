@@ -68,6 +68,11 @@ type Config struct {
 	// ListConcurrency bounds the Lists reading from etcd at once
 	// (DefaultListConcurrency when 0).
 	ListConcurrency int
+	// TypeMeta, when set, names the apiVersion and kind that a resource's
+	// values are stored with: values are written with them first, as
+	// kube-apiserver's storage requires of JSON values, and read back
+	// without them. An empty kind stores values as they are given.
+	TypeMeta func(resource string) (apiVersion, kind string)
 }
 
 // Store is a store.Store on etcd v3. All methods are safe for concurrent
@@ -78,6 +83,8 @@ type Store struct {
 	maxValue int
 	// transformers is Config.Transformers.
 	transformers func(resource string) store.Transformer
+	// typeMeta is Config.TypeMeta.
+	typeMeta func(resource string) (apiVersion, kind string)
 	// listSlots (capacity Config.ListConcurrency) holds one token per
 	// List reading.
 	listSlots chan struct{}
@@ -131,7 +138,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if maxValue <= 0 {
 		maxValue = MaxRequestBytes
 	}
-	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, transformers: cfg.Transformers,
+	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, transformers: cfg.Transformers, typeMeta: cfg.TypeMeta,
 		listSlots: make(chan struct{}, cmp.Or(max(cfg.ListConcurrency, 0), DefaultListConcurrency))}
 	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
 	if err != nil {
@@ -263,8 +270,11 @@ func (s *Store) transformer(resource string) store.Transformer {
 	return s.transformers(resource)
 }
 
-// encode returns the stored form of value, the object at etcd key k.
+// encode returns the stored form of value, the object at etcd key k: with
+// its apiVersion and kind first (see Config.TypeMeta), through the
+// resource's transformer.
 func (s *Store) encode(key store.Key, k string, value []byte) ([]byte, error) {
+	value = s.withTypeMeta(key.Resource, value)
 	t := s.transformer(key.Resource)
 	if t == nil {
 		return value, nil
@@ -274,6 +284,73 @@ func (s *Store) encode(key store.Key, k string, value []byte) ([]byte, error) {
 		return nil, fmt.Errorf("transform %s for storage: %w", k, err)
 	}
 	return out, nil
+}
+
+// withTypeMeta returns value, a JSON object, with "apiVersion" and "kind"
+// first when Config.TypeMeta names them for resource; value otherwise.
+func (s *Store) withTypeMeta(resource string, value []byte) []byte {
+	if s.typeMeta == nil || len(value) < 2 || value[0] != '{' || bytes.HasPrefix(value, typeMetaPrefix) {
+		return value
+	}
+	apiVersion, kind := s.typeMeta(resource)
+	if kind == "" {
+		return value
+	}
+	out := make([]byte, 0, len(value)+len(apiVersion)+len(kind)+28)
+	out = append(out, `{"apiVersion":"`...)
+	out = append(out, apiVersion...)
+	out = append(out, `","kind":"`...)
+	out = append(out, kind...)
+	out = append(out, '"')
+	if rest := bytes.TrimLeft(value[1:], " \t\r\n"); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, value[1:]...)
+}
+
+// typeMetaPrefix starts the values withTypeMeta writes.
+var typeMetaPrefix = []byte(`{"apiVersion":"`)
+
+// stripTypeMeta is the package function when Config.TypeMeta is set:
+// values are stored with their apiVersion and kind only then.
+func (s *Store) stripTypeMeta(value []byte) []byte {
+	if s.typeMeta == nil {
+		return value
+	}
+	return stripTypeMeta(value)
+}
+
+// stripTypeMeta returns value without the "apiVersion" and "kind" members
+// withTypeMeta puts first, as the callers gave it; value when it does not
+// start with them. It may overwrite one byte of value in place.
+func stripTypeMeta(value []byte) []byte {
+	rest, ok := bytes.CutPrefix(value, typeMetaPrefix)
+	if !ok {
+		return value
+	}
+	i := bytes.IndexByte(rest, '"')
+	if i < 0 {
+		return value
+	}
+	rest, ok = bytes.CutPrefix(rest[i+1:], []byte(`,"kind":"`))
+	if !ok {
+		return value
+	}
+	if i = bytes.IndexByte(rest, '"'); i < 0 {
+		return value
+	}
+	rest = rest[i+1:]
+	switch {
+	case len(rest) > 0 && rest[0] == ',':
+		// The caller's first member follows the comma, which becomes
+		// the object's '{': no copy. value is this store's own (etcd's
+		// decoded response, or a transformer's output).
+		rest[0] = '{'
+		return rest
+	case len(rest) > 0 && rest[0] == '}':
+		return []byte("{}")
+	}
+	return value
 }
 
 // encryptedPrefix starts every value kube-apiserver's encrypting
@@ -292,13 +369,13 @@ func (s *Store) decode(key store.Key, kv *mvccpb.KeyValue) ([]byte, bool, error)
 		if bytes.HasPrefix(kv.Value, encryptedPrefix) {
 			return nil, false, &store.TransformError{Path: string(kv.Key), Err: errReadEncrypted}
 		}
-		return kv.Value, false, nil
+		return s.stripTypeMeta(kv.Value), false, nil
 	}
 	v, stale, err := t.FromStorage(string(kv.Key), kv.Value)
 	if err != nil {
 		return nil, false, &store.TransformError{Path: string(kv.Key), Err: err}
 	}
-	return v, stale, nil
+	return s.stripTypeMeta(v), stale, nil
 }
 
 // stored turns a key-value as etcd holds it into an Object: its value
@@ -325,28 +402,22 @@ func (s *Store) storedStale(key store.Key, kv *mvccpb.KeyValue) (store.Object, b
 	if err != nil {
 		return store.Object{}, false, err
 	}
-	if s.transformer(key.Resource) == nil {
-		obj, err := object(key, kv) // v is kv.Value
-		return obj, false, err
-	}
-	plain := *kv
-	plain.Value = v
-	obj, err := object(key, &plain)
+	obj, err := object(key, v, kv.CreateRevision, kv.ModRevision)
 	return obj, stale, err
 }
 
-// object turns a key-value holding the caller's form of a value into an
-// Object, its value stamped with its ModRevision.
-func object(key store.Key, kv *mvccpb.KeyValue) (store.Object, error) {
-	v, err := store.StampRevision(kv.Value, kv.ModRevision)
+// object turns the caller's form of a value, with its revisions, into an
+// Object, the value stamped with modRev.
+func object(key store.Key, value []byte, createRev, modRev int64) (store.Object, error) {
+	v, err := store.StampRevision(value, modRev)
 	if err != nil {
 		return store.Object{}, fmt.Errorf("read %s/%s/%s: %w", key.Resource, key.Namespace, key.Name, err)
 	}
 	return store.Object{
 		Key:       key,
-		UID:       uidOf(kv.Value),
-		CreateRev: kv.CreateRevision,
-		ModRev:    kv.ModRevision,
+		UID:       uidOf(value),
+		CreateRev: createRev,
+		ModRev:    modRev,
 		Value:     v,
 	}, nil
 }

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/edgeapi/edgeapi/store"
@@ -61,7 +60,7 @@ func (s *Store) Create(ctx context.Context, key store.Key, uid string, value []b
 	if !resp.Succeeded {
 		return store.Object{}, store.ErrExists
 	}
-	obj, err := object(key, &mvccpb.KeyValue{Value: value, CreateRevision: rev, ModRevision: rev})
+	obj, err := object(key, value, rev, rev)
 	if err != nil {
 		return store.Object{}, err
 	}
@@ -92,7 +91,7 @@ func (s *Store) Update(ctx context.Context, key store.Key, pre store.Preconditio
 	}
 	rev := resp.Header.Revision
 	prev := resp.Responses[0].GetResponsePut().PrevKv
-	obj, err := object(key, &mvccpb.KeyValue{Value: value, CreateRevision: prev.CreateRevision, ModRevision: rev})
+	obj, err := object(key, value, prev.CreateRevision, rev)
 	if err != nil {
 		return store.Object{}, err
 	}
@@ -227,7 +226,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 		rev := resp.Header.Revision
 		s.observe(rev)
 		if resp.Succeeded {
-			obj, err := object(key, &mvccpb.KeyValue{Value: value, CreateRevision: cur.CreateRev, ModRevision: rev})
+			obj, err := object(key, value, cur.CreateRev, rev)
 			if err != nil {
 				return store.Object{}, err
 			}
