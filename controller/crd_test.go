@@ -167,6 +167,7 @@ func TestCRDController_EstablishesInOneWrite(t *testing.T) {
 	reg := registry.Builtin()
 	objs := &storeObjects{db: db, reg: reg, writes: map[string]int{}}
 	m := New(Config{Store: db, Registry: reg, Objects: objs, CustomResourceKinds: registry.CustomResourceKinds})
+	m.leadCtx = ctx // this replica writes the statuses
 	defer db.Subscribe(m.observe)()
 	done := make(chan struct{})
 	go func() {

@@ -266,6 +266,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if err := d.api.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start api server: %w", err)
 	}
+	election, err := leaderElection(d.cfg)
+	if err != nil {
+		return nil, err
+	}
 	d.ctrl = controller.New(controller.Config{
 		Store:      d.db,
 		Registry:   reg,
@@ -276,8 +280,14 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		// Custom resources are served from their CRDs.
 		CustomResourceKinds: registry.CustomResourceKinds,
 		RBAC:                d.auth.rbac,
+		LeaderElection:      election,
 	})
-	d.ctrl.Start(context.WithoutCancel(ctx))
+	if err := d.ctrl.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("start controllers: %w", err)
+	}
+	if err := d.metrics.registry.Register(d.ctrl); err != nil {
+		return nil, fmt.Errorf("register controller metrics: %w", err)
+	}
 	if c, ok := d.db.(store.ObjectCounter); ok {
 		d.metrics.collector.objectCounts = c.ObjectCounts
 	}
