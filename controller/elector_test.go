@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"

@@ -194,6 +194,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		ServiceClusterIPRange: cfg.ServiceClusterIPRange,
 		ServiceNodePortRange:  cfg.ServiceNodePortRange,
 	}
+	if cfg.StorageBackend == backendEtcd3 {
+		// Replicas may share the store: allocated values are claimed in it.
+		builtinOpts.Claims = d.db
+	}
 	kubeSvc, err := kubernetesService(builtinOpts, d.ln.Addr())
 	if err != nil {
 		return nil, err
