@@ -12,8 +12,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -202,20 +205,7 @@ func leaseHolder(t *testing.T, cs kubernetes.Interface) string {
 func TestReplicas_ControllersMove(t *testing.T) {
 	requireEtcd(t)
 	t.Parallel()
-	ds := startReplicas(t, 2)
-	var leader, survivor *Daemon
-	waitFor(t, "exactly one replica leading", func() bool {
-		m0, m1 := leaderMetric(t, ds[0]), leaderMetric(t, ds[1])
-		switch {
-		case m0 == 1 && m1 == 0:
-			leader, survivor = ds[0], ds[1]
-		case m0 == 0 && m1 == 1:
-			leader, survivor = ds[1], ds[0]
-		default:
-			return false
-		}
-		return true
-	})
+	leader, survivor := leaderAndFollower(t, startReplicas(t, 2))
 	ctx := context.Background()
 	lc, sc := leader.Clientset(), survivor.Clientset()
 	oldHolder := leaseHolder(t, sc)
@@ -411,4 +401,112 @@ func TestReplicas_ServiceAllocationUnique(t *testing.T) {
 		t.Errorf("%d Services stored with %d distinct cluster IPs answered; want %d", len(stored), len(ips), 2*perReplica)
 	}
 	t.Logf("%d Services through 2 replicas: %d distinct cluster IPs, %d distinct node ports", len(svcs), len(ips), len(ports))
+}
+
+// leaderAndFollower waits until exactly one of two replicas leads and
+// returns it and the other.
+func leaderAndFollower(t *testing.T, ds []*Daemon) (leader, follower *Daemon) {
+	t.Helper()
+	waitFor(t, "exactly one replica leading", func() bool {
+		m0, m1 := leaderMetric(t, ds[0]), leaderMetric(t, ds[1])
+		switch {
+		case m0 == 1 && m1 == 0:
+			leader, follower = ds[0], ds[1]
+		case m0 == 0 && m1 == 1:
+			leader, follower = ds[1], ds[0]
+		default:
+			return false
+		}
+		return true
+	})
+	return leader, follower
+}
+
+// TestReplicas_CRDServedOnBoth: a CRD created through the replica that
+// does not lead is established (by the leader's status write) and its
+// custom resources are served by both replicas.
+func TestReplicas_CRDServedOnBoth(t *testing.T) {
+	requireEtcd(t)
+	t.Parallel()
+	leader, follower := leaderAndFollower(t, startReplicas(t, 2))
+	const name = "crontabs.stable.example.com"
+	if res := follower.KubectlStdin(cronTabCRDYAML, "apply", "-f", "-"); res.ExitCode != 0 {
+		t.Fatalf("kubectl apply of the CRD through the follower: %s", res)
+	}
+	if res := waitEstablished(t, follower, "60s", name); res.ExitCode != 0 {
+		t.Fatalf("kubectl wait --for condition=established through the follower: %s", res)
+	}
+	gvr := schema.GroupVersionResource{Group: "stable.example.com", Version: "v1", Resource: "crontabs"}
+	ctx := context.Background()
+	for i, d := range []*Daemon{follower, leader} {
+		ns := fmt.Sprintf("crd-%d", i)
+		createNamespace(t, d.Clientset(), ns)
+		ct := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+			"metadata": map[string]any{"name": fmt.Sprintf("ct-%d", i)},
+			"spec":     map[string]any{"cronSpec": "* * * * */5"},
+		}}
+		var lastErr error
+		waitFor(t, "a CronTab create through "+d.Addr, func() bool {
+			_, lastErr = d.Dynamic().Resource(gvr).Namespace(ns).Create(ctx, ct, metav1.CreateOptions{})
+			return lastErr == nil
+		})
+		// Read back through the other replica, with the default the
+		// schema gives.
+		other := leader
+		if d == leader {
+			other = follower
+		}
+		var got *unstructured.Unstructured
+		waitFor(t, "the CronTab through the other replica", func() bool {
+			var err error
+			got, err = other.Dynamic().Resource(gvr).Namespace(ns).Get(ctx, ct.GetName(), metav1.GetOptions{})
+			return err == nil
+		})
+		if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 1 {
+			t.Errorf("CronTab %s read through %s: spec.replicas = %d, want the schema's default 1", ct.GetName(), other.Addr, r)
+		}
+	}
+}
+
+// TestReplicas_RBACFromOtherReplica: a Role and RoleBinding written
+// through replica A authorize a user's requests on replica B once B's
+// RBAC index has them from the watch; removing the binding through A
+// forbids them again on B.
+func TestReplicas_RBACFromOtherReplica(t *testing.T) {
+	requireEtcd(t)
+	t.Parallel()
+	ds := startReplicas(t, 2)
+	a := ds[0].Clientset()
+	ctx := context.Background()
+	const ns = "rbac-replicas"
+	createNamespace(t, a, ns)
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "cm-reader", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"list"}}}}
+	if _, err := a.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "alice-reads", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "cm-reader"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "alice"}}}
+	if _, err := a.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg := ds[1].RESTConfig()
+	cfg.Impersonate.UserName = "alice"
+	alice, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "alice allowed on B by the binding made through A", func() bool {
+		_, err := alice.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	if err := a.RbacV1().RoleBindings(ns).Delete(ctx, binding.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "alice forbidden on B once the binding is deleted through A", func() bool {
+		_, err := alice.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+		return apierrors.IsForbidden(err)
+	})
 }
