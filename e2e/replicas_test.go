@@ -44,22 +44,68 @@ func requireEtcd(t *testing.T) {
 	}
 }
 
-// startReplicas starts n daemons that serve one fresh etcd prefix, one
-// after the other, with the short leader election timings.
-func startReplicas(t *testing.T, n int, args ...string) []*Daemon {
-	t.Helper()
+// replicaOptions returns the options of a daemon serving a fresh etcd
+// prefix with the short leader election timings; every daemon started
+// with them serves that one prefix.
+func replicaOptions(args ...string) DaemonOptions {
 	b := make([]byte, 8)
 	rand.Read(b)
 	prefix := "/e2e-replicas/" + hex.EncodeToString(b)
 	timings := fmt.Sprintf("%s,%s,%s", replicaLeaseDuration, replicaRenewDeadline, replicaRetryPeriod)
+	return DaemonOptions{
+		Args: append([]string{"--etcd-prefix", prefix}, args...),
+		Env:  []string{"EDGEAPI_TEST_LEADER_ELECTION_TIMINGS=" + timings},
+	}
+}
+
+// startReplicas starts n daemons that serve one fresh etcd prefix, one
+// after the other, with the short leader election timings.
+func startReplicas(t *testing.T, n int, args ...string) []*Daemon {
+	t.Helper()
+	o := replicaOptions(args...)
 	var ds []*Daemon
 	for range n {
-		ds = append(ds, StartDaemon(t, DaemonOptions{
-			Args: append([]string{"--etcd-prefix", prefix}, args...),
-			Env:  []string{"EDGEAPI_TEST_LEADER_ELECTION_TIMINGS=" + timings},
-		}))
+		ds = append(ds, StartDaemon(t, o))
 	}
 	return ds
+}
+
+// TestReplicas_StartTogether: two replicas started at the same moment on
+// an empty prefix both get ready, although both create the system
+// namespaces, the default/kubernetes Service (and claim its cluster IP)
+// and the RBAC bootstrap policy at once; one Service holds the IP.
+func TestReplicas_StartTogether(t *testing.T) {
+	requireEtcd(t)
+	t.Parallel()
+	o := replicaOptions()
+	var (
+		wg   sync.WaitGroup
+		ds   [2]*Daemon
+		errs [2]error
+	)
+	for i := range ds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds[i], errs[i] = TryStartDaemon(t, o)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("replica %d: %v", i, err)
+		}
+	}
+	for i, d := range ds {
+		svc, err := d.Clientset().CoreV1().Services("default").Get(context.Background(), "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("replica %d: get default/kubernetes: %v", i, err)
+		}
+		if svc.Spec.ClusterIP != "10.0.0.1" {
+			t.Errorf("replica %d: default/kubernetes has cluster IP %s, want 10.0.0.1", i, svc.Spec.ClusterIP)
+		}
+	}
+	leaderAndFollower(t, ds[:])
 }
 
 // TestReplicas_WatchSeesOtherReplicasWrites: a watch on replica B from a
