@@ -70,6 +70,10 @@ type Config struct {
 	// RBACBootstrapped), as kube-apiserver does when RBAC authorizes.
 	RBAC   *rbac.Authorizer
 	Logger *zap.Logger
+	// LeaderElection, when enabled, runs the controllers that write only
+	// while this replica holds the controller Lease (see elector.go). The
+	// zero value runs them at once: one process owns the store.
+	LeaderElection LeaderElection
 }
 
 // Manager runs the controllers. Create it with New, run it with Start,
@@ -104,6 +108,15 @@ type Manager struct {
 	// handled (or the revision its watch started at); -1 before it
 	// starts. See GCQueueDepth.
 	gcHandled atomic.Int64
+
+	// elector elects the replica that runs the writing controllers; nil
+	// when Config.LeaderElection is off.
+	elector *elector
+	// leadMu guards leadCtx.
+	leadMu sync.Mutex
+	// leadCtx is the context of the current leadership: cancelled when
+	// it ends; nil while this replica does not lead.
+	leadCtx context.Context
 }
 
 // GCQueueDepth is the number of committed writes the garbage collector
@@ -155,26 +168,34 @@ func (m *Manager) markCRDsServed() {
 	m.crdsServedOnce.Do(func() { close(m.crdsServed) })
 }
 
-// Start runs the controllers until Close or ctx ends.
-func (m *Manager) Start(ctx context.Context) {
+// Start runs the controllers until Close or ctx ends. What every replica
+// needs to serve runs at once: the CRD loop (it serves the kinds of the
+// stored CRDs; their status writes and cleanup wait for leadership), the
+// RBAC index and the RBAC bootstrap (as kube-apiserver's
+// rbac/bootstrap-roles hook, on every replica: it writes only what is
+// missing, with compare-and-swap, once per start, and a replica of a
+// newer version brings its own policy). The controllers that write run
+// while this replica leads (see runLeading): at once without leader
+// election, else while it holds the Lease. It fails only when leader
+// election is configured wrongly.
+func (m *Manager) Start(ctx context.Context) error {
+	if m.cfg.LeaderElection.Enabled {
+		e, err := newElector(m.cfg.LeaderElection, m.cfg.Store, m.cfg.Registry, m.log.Named("leader-election"))
+		if err != nil {
+			return err
+		}
+		m.elector = e
+	}
 	ctx, m.cancel = context.WithCancel(ctx)
 	m.unsubscribe = m.cfg.Store.Subscribe(m.observe)
-	m.wg.Add(5)
+	m.wg.Add(2)
 	go func() {
 		defer m.wg.Done()
-		m.runAggregationController(ctx)
-	}()
-	go func() {
-		defer m.wg.Done()
-		newGarbageCollector(m).run(ctx)
-	}()
-	go func() {
-		defer m.wg.Done()
-		m.runNamespaceController(ctx)
-	}()
-	go func() {
-		defer m.wg.Done()
-		m.runEventExpiry(ctx)
+		if m.elector == nil {
+			m.runLeading(ctx)
+			return
+		}
+		m.elector.run(ctx, m.runLeading)
 	}()
 	go func() {
 		defer m.wg.Done()
@@ -191,6 +212,52 @@ func (m *Manager) Start(ctx context.Context) {
 			m.followRBAC(ctx)
 		}()
 	}
+	return nil
+}
+
+// runLeading runs the controllers that write until ctx (the leadership)
+// ends, and waits for them: the garbage collector, namespace
+// finalization, Event expiry and ClusterRole aggregation; and it lets the
+// CRD loop write statuses meanwhile.
+func (m *Manager) runLeading(ctx context.Context) {
+	m.leadMu.Lock()
+	m.leadCtx = ctx
+	m.leadMu.Unlock()
+	defer func() {
+		m.leadMu.Lock()
+		m.leadCtx = nil
+		m.leadMu.Unlock()
+		m.gcHandled.Store(-1)
+	}()
+	// The CRD loop has statuses to write now.
+	m.kickCRDs()
+	var wg sync.WaitGroup
+	run := func(f func(context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(ctx)
+		}()
+	}
+	run(m.runAggregationController)
+	run(func(ctx context.Context) { newGarbageCollector(m).run(ctx) })
+	run(m.runNamespaceController)
+	run(m.runEventExpiry)
+	wg.Wait()
+}
+
+// leadContext returns the context of the current leadership, nil when
+// this replica does not lead.
+func (m *Manager) leadContext() context.Context {
+	m.leadMu.Lock()
+	defer m.leadMu.Unlock()
+	return m.leadCtx
+}
+
+// Leading reports whether this replica runs the controllers that write:
+// always without leader election, else while it holds the Lease.
+func (m *Manager) Leading() bool {
+	return m.elector == nil || m.elector.isLeading()
 }
 
 // observe wakes the controllers that committed writes concern. It runs on

@@ -161,7 +161,9 @@ func (m *Manager) runCRDController(ctx context.Context) {
 	t := time.NewTicker(crdSweepInterval)
 	defer t.Stop()
 	for {
-		retry, err := c.sync(ctx)
+		// Status writes and cleanup are the leader's; every replica
+		// serves.
+		retry, err := c.sync(ctx, m.leadContext())
 		if err != nil && ctx.Err() == nil {
 			m.log.Sugar().Warnw("sync custom resource definitions", "error", err)
 			retry = true
@@ -269,7 +271,10 @@ func (c *crdController) refresh(ctx context.Context) error {
 }
 
 // sync runs one round over every CRD. retry asks for another round soon.
-func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
+// wctx is the context of the round's writes (names, Established, cleanup):
+// the leadership's, or nil on a replica that does not lead, which serves
+// the CRDs as their stored status says and writes nothing.
+func (c *crdController) sync(ctx, wctx context.Context) (retry bool, err error) {
 	if err := c.refresh(ctx); err != nil {
 		if !c.listed {
 			return false, err
@@ -291,6 +296,11 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 	})
 
 	r := &crdRound{c: c, all: crds, writes: map[*crdState]*statusWrite{}}
+	if wctx == nil {
+		errs := r.serveAndWrite(ctx, ctx)
+		c.m.markCRDsServed()
+		return false, errors.Join(errs...)
+	}
 	for _, s := range crds {
 		if s.crd.DeletionTimestamp != nil {
 			continue
@@ -307,7 +317,7 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 	// condition=established, then a create, must find the resource) and
 	// before cleanup (after a restart, the instances of a CRD deleted
 	// before it are found through the kinds it serves).
-	errs := r.serveAndWrite(ctx)
+	errs := r.serveAndWrite(ctx, wctx)
 	// A CRD whose kinds cannot be built is reported, and the others are
 	// served: either way the stored CRDs have been through serving once.
 	c.m.markCRDsServed()
@@ -315,7 +325,7 @@ func (c *crdController) sync(ctx context.Context) (retry bool, err error) {
 		if s.crd.DeletionTimestamp == nil || !hasFinalizer(s.crd, registry.CRDCleanupFinalizer) {
 			continue
 		}
-		waiting, err := c.cleanup(ctx, s)
+		waiting, err := c.cleanup(wctx, s)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -691,8 +701,8 @@ const crdBuildChunk = 16
 // accepted or that are established, and makes the round's status writes.
 // Kinds are built again for a CRD whose spec (generation) or accepted
 // names changed, and removed for one that is gone. A CRD's status write
-// is made once its kinds are registered.
-func (r *crdRound) serveAndWrite(ctx context.Context) []error {
+// is made once its kinds are registered; the writes run under wctx.
+func (r *crdRound) serveAndWrite(ctx, wctx context.Context) []error {
 	c := r.c
 	var (
 		remove []schema.GroupVersionResource
@@ -743,7 +753,7 @@ func (r *crdRound) serveAndWrite(ctx context.Context) []error {
 				// writeStatus applies the change to the stored CRD and
 				// keeps what it wrote in w.s.crd, or w.orig on failure.
 				w.s.crd = w.orig
-				if err := c.writeStatus(ctx, w.s, w.change); err != nil {
+				if err := c.writeStatus(wctx, w.s, w.change); err != nil {
 					mu.Lock()
 					errs = append(errs, err)
 					mu.Unlock()

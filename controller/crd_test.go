@@ -167,6 +167,7 @@ func TestCRDController_EstablishesInOneWrite(t *testing.T) {
 	reg := registry.Builtin()
 	objs := &storeObjects{db: db, reg: reg, writes: map[string]int{}}
 	m := New(Config{Store: db, Registry: reg, Objects: objs, CustomResourceKinds: registry.CustomResourceKinds})
+	m.leadCtx = ctx // this replica writes the statuses
 	defer db.Subscribe(m.observe)()
 	done := make(chan struct{})
 	go func() {
@@ -302,5 +303,96 @@ func TestDecodeHead(t *testing.T) {
 	}
 	if want.Annotations != nil || want.ManagedFields != nil || want.Spec.Versions != nil {
 		t.Errorf("head kept annotations, managedFields or versions: %+v", want)
+	}
+}
+
+// TestCRDController_FollowerServesOnly: on a replica that does not lead,
+// a round writes no status: a new CRD stays unserved until its stored
+// status (the leader's write) says its names are accepted, and is served
+// then; once this replica leads, a round writes the status itself.
+func TestCRDController_FollowerServesOnly(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "test.db"), UnsafeNoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg := registry.Builtin()
+	objs := &storeObjects{db: db, reg: reg, writes: map[string]int{}}
+	m := New(Config{Store: db, Registry: reg, Objects: objs, CustomResourceKinds: registry.CustomResourceKinds})
+	defer db.Subscribe(m.observe)()
+	k := reg.Lookup(CRDResource)
+	c := &crdController{m: m, kind: k, served: map[string]*servedCRD{}, crds: map[string]*crdState{}}
+
+	create := func(plural string) *apiextensionsv1.CustomResourceDefinition {
+		crd := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: plural + ".example.com", UID: types.UID("uid-" + plural)},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+				Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Kind: "K" + plural},
+				Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+					Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object"}}}},
+			},
+		}
+		registry.Scheme.Default(crd)
+		k.Strategy.PrepareForCreate(crd)
+		value, err := k.EncodeStorage(crd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Create(ctx, store.Key{Resource: k.StorageResource, Name: crd.Name}, string(crd.UID), value); err != nil {
+			t.Fatal(err)
+		}
+		return crd
+	}
+	served := func(plural string) bool {
+		return reg.Lookup(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: plural}) != nil
+	}
+	writes := func() int {
+		objs.mu.Lock()
+		defer objs.mu.Unlock()
+		n := 0
+		for _, w := range objs.writes {
+			n += w
+		}
+		return n
+	}
+
+	widgets := create("widgets")
+	if _, err := c.sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(); got != 0 || served("widgets") {
+		t.Fatalf("follower round on a new CRD: %d status writes, served %v; want 0, false", got, served("widgets"))
+	}
+	if !m.CRDsServed() {
+		t.Error("CRDsServed false after a follower's round")
+	}
+
+	// The leader's status write arrives.
+	widgets.Status.AcceptedNames = widgets.Spec.Names
+	setCondition(widgets, apiextensionsv1.CustomResourceDefinitionCondition{Type: apiextensionsv1.NamesAccepted, Status: apiextensionsv1.ConditionTrue, Reason: "NoConflicts"})
+	setCondition(widgets, establishedCondition(widgets))
+	value, err := k.EncodeStorage(widgets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Update(ctx, store.Key{Resource: k.StorageResource, Name: widgets.Name}, store.Preconditions{}, value); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.sync(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(); got != 0 || !served("widgets") {
+		t.Fatalf("follower round after the leader's status write: %d status writes, served %v; want 0, true", got, served("widgets"))
+	}
+
+	// Leading, a round writes a new CRD's status.
+	create("gadgets")
+	if _, err := c.sync(ctx, ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := writes(); got != 1 || !served("gadgets") {
+		t.Fatalf("leader round on a new CRD: %d status writes, served %v; want 1, true", got, served("gadgets"))
 	}
 }

@@ -134,13 +134,11 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if d.metrics, err = newDaemonMetrics(d.storeStats, os.Getenv(disableMetricsEnv) == ""); err != nil {
 		return nil, err
 	}
-	builtinOpts := registry.BuiltinOptions{
-		ServiceClusterIPRange: cfg.ServiceClusterIPRange,
-		ServiceNodePortRange:  cfg.ServiceNodePortRange,
-	}
-	// Before the store: the etcd backend names each value's kind from it.
-	reg := registry.Builtin(builtinOpts)
-	d.db, err = d.openBackend(ctx, transformers, reg)
+	// The etcd backend names each value's kind from the registry, made
+	// once the store exists (its Service allocators may claim in it) and
+	// before anything is written.
+	var reg *registry.Registry
+	d.db, err = d.openBackend(ctx, transformers, func() *registry.Registry { return reg })
 	if err != nil {
 		return nil, err // already "open store <path>: ..."
 	}
@@ -196,6 +194,15 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		}
 	}
 
+	builtinOpts := registry.BuiltinOptions{
+		ServiceClusterIPRange: cfg.ServiceClusterIPRange,
+		ServiceNodePortRange:  cfg.ServiceNodePortRange,
+	}
+	if cfg.StorageBackend == backendEtcd3 {
+		// Replicas may share the store: allocated values are claimed in it.
+		builtinOpts.Claims = d.db
+	}
+	reg = registry.Builtin(builtinOpts)
 	kubeSvc, err := kubernetesService(builtinOpts, d.ln.Addr())
 	if err != nil {
 		return nil, err
@@ -267,6 +274,10 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	if err := d.api.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("start api server: %w", err)
 	}
+	election, err := leaderElection(d.cfg)
+	if err != nil {
+		return nil, err
+	}
 	d.ctrl = controller.New(controller.Config{
 		Store:      d.db,
 		Registry:   reg,
@@ -277,8 +288,14 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		// Custom resources are served from their CRDs.
 		CustomResourceKinds: registry.CustomResourceKinds,
 		RBAC:                d.auth.rbac,
+		LeaderElection:      election,
 	})
-	d.ctrl.Start(context.WithoutCancel(ctx))
+	if err := d.ctrl.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, fmt.Errorf("start controllers: %w", err)
+	}
+	if err := d.metrics.registry.Register(d.ctrl); err != nil {
+		return nil, fmt.Errorf("register controller metrics: %w", err)
+	}
 	d.metrics.collector.revisionsOnly = d.cfg.StorageBackend != backendSQLite
 	if c, ok := d.db.(store.ObjectCounter); ok {
 		d.metrics.collector.objectCounts = c.ObjectCounts

@@ -106,7 +106,7 @@ func (c *serveConfig) compactionInterval() time.Duration {
 }
 
 // openBackend opens the configured store.
-func (d *daemon) openBackend(ctx context.Context, transformers func(string) store.Transformer, reg *registry.Registry) (backend, error) {
+func (d *daemon) openBackend(ctx context.Context, transformers func(string) store.Transformer, reg func() *registry.Registry) (backend, error) {
 	cfg := d.cfg
 	if cfg.StorageBackend == backendEtcd3 {
 		d.log.Info("storing objects in etcd", zap.Strings("servers", cfg.etcdServers()), zap.String("prefix", cfg.EtcdPrefix))
@@ -142,11 +142,15 @@ func (d *daemon) openBackend(ctx context.Context, transformers func(string) stor
 }
 
 // storageTypeMeta returns the apiVersion and kind of each storage
-// resource's stored values: its storage version, from reg's current
-// kinds (custom resources come and go with their CRDs).
-func storageTypeMeta(reg *registry.Registry) func(resource string) (apiVersion, kind string) {
+// resource's stored values: its storage version, from the current kinds of
+// the registry reg returns (custom resources come and go with their CRDs).
+func storageTypeMeta(reg func() *registry.Registry) func(resource string) (apiVersion, kind string) {
 	return func(resource string) (string, string) {
-		k := reg.Snapshot().ByStorage()[resource]
+		r := reg()
+		if r == nil {
+			return "", ""
+		}
+		k := r.Snapshot().ByStorage()[resource]
 		if k == nil {
 			return "", ""
 		}

@@ -104,9 +104,20 @@ func (s *Server) loadNamespaces(ctx context.Context) error {
 }
 
 // namespaceAcceptsCreate refuses creates in a missing (404) or terminating
-// (403) namespace, with kube-apiserver's wording.
+// (403) namespace, with kube-apiserver's wording. The mirror answers when
+// it accepts. Before it refuses, the store is asked (a linearizable read
+// on etcd): another replica may have created the namespace, or deleted
+// and created it again, and its events may not have reached this
+// replica's mirror yet. On SQLite the mirror is exact and the read only
+// costs a refused create one Get.
 func (s *Server) namespaceAcceptsCreate(ctx context.Context, k *registry.Kind, m metav1.Object) error {
 	exists, terminating := s.namespaces.get(m.GetNamespace())
+	if !exists || terminating {
+		var err error
+		if exists, terminating, err = s.readNamespace(ctx, m.GetNamespace()); err != nil {
+			return err
+		}
+	}
 	if !exists {
 		return apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, m.GetNamespace())
 	}
@@ -125,6 +136,20 @@ func (s *Server) namespaceAcceptsCreate(ctx context.Context, k *registry.Kind, m
 		return err
 	}
 	return nil
+}
+
+// readNamespace reads namespace name from the store. The mirror is left to
+// the watch: an answer written into it could be older than an event it
+// gets meanwhile.
+func (s *Server) readNamespace(ctx context.Context, name string) (exists, terminating bool, err error) {
+	o, err := s.cfg.Store.Get(ctx, s.key(s.namespaceKind(), "", name))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, err
+	}
+	return true, registry.HasDeletionTimestamp(o.Value), nil
 }
 
 // markNamespace marks a Namespace for deletion: deletionTimestamp and

@@ -10,11 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/edgeapi/edgeapi/store"
 )
 
 // Defaults of the Service allocators, kube-apiserver's.
@@ -49,6 +52,12 @@ type BuiltinOptions struct {
 	// ServiceNodePortRange is the inclusive "min-max" range of node ports
 	// (--service-node-port-range); empty means DefaultServiceNodePortRange.
 	ServiceNodePortRange string
+	// Claims, when set, is the store several replicas share (etcd): each
+	// allocated cluster IP and node port is claimed in it, so that no two
+	// replicas hand out the same value, and the allocators follow its
+	// Service events (see serviceclaims.go). Nil (SQLite: one process):
+	// allocation stays in memory.
+	Claims store.Store
 }
 
 // ParseServiceClusterIPRange parses a --service-cluster-ip-range value
@@ -158,7 +167,11 @@ type serviceAllocator struct {
 	// so is the IPv4 broadcast address, at the end).
 	first netip.Addr
 
-	// mu guards ips and ports.
+	// claims is BuiltinOptions.Claims: nil when allocation is in memory
+	// only.
+	claims store.Store
+
+	// mu guards ips and ports. It is never held across a store call.
 	mu    sync.Mutex
 	ips   *pool
 	ports *pool
@@ -178,9 +191,13 @@ func newServiceAllocator(opts BuiltinOptions) (*serviceAllocator, error) {
 	if prefix.Addr().Is4() {
 		size-- // nor the broadcast address
 	}
-	a := &serviceAllocator{prefix: prefix, portRange: ports, first: prefix.Addr().Next()}
+	a := &serviceAllocator{prefix: prefix, portRange: ports, first: prefix.Addr().Next(), claims: opts.Claims}
 	a.ips = newPool(size, min(max(16, size/16), 256))
 	a.ports = newPool(ports.Size, min(max(16, ports.Size/32), 128))
+	if a.claims != nil {
+		// For the life of the store: the registry has no Close.
+		a.claims.Subscribe(a.observe)
+	}
 	return a, nil
 }
 
@@ -208,6 +225,8 @@ func (a *serviceAllocator) ipAt(offset int) netip.Addr {
 type reservation struct {
 	ips, ports         []int
 	freeIPs, freePorts []int
+	// svc is the Service, for its claims (with Claims only).
+	svc *corev1.Service
 }
 
 // undoLocked gives back what r took.
@@ -224,8 +243,15 @@ func (a *serviceAllocator) undoLocked(r *reservation) {
 // to the pools, otherwise the reserved ones do.
 func (a *serviceAllocator) finish(r *reservation) FinishFunc {
 	var once sync.Once
-	return func(_ context.Context, success bool) {
+	return func(ctx context.Context, success bool) {
 		once.Do(func() {
+			if a.claims != nil {
+				if success {
+					a.releaseOffsets(context.WithoutCancel(ctx), r.svc, r.freeIPs, r.freePorts)
+				} else {
+					a.releaseOffsets(context.WithoutCancel(ctx), r.svc, r.ips, r.ports)
+				}
+			}
 			a.mu.Lock()
 			defer a.mu.Unlock()
 			if !success {
@@ -244,8 +270,45 @@ func (a *serviceAllocator) finish(r *reservation) FinishFunc {
 
 // load marks the IPs and ports of the stored Services as used, replacing
 // any earlier state. A stored value outside the ranges (the flags changed
-// since) is ignored: it was allocated under the old ranges.
+// since) is ignored: it was allocated under the old ranges. With Claims,
+// it also claims the values of Services stored without claims (moved from
+// SQLite with edgeapi migrate): one Create each, which finds the claims of
+// the others in place.
 func (a *serviceAllocator) load(objs []runtime.Object) error {
+	if err := a.loadPools(objs); err != nil {
+		return err
+	}
+	if a.claims == nil {
+		return nil
+	}
+	ctx := context.Background()
+	for _, obj := range objs {
+		svc := obj.(*corev1.Service)
+		a.mu.Lock()
+		ips, ports := a.heldLocked(svc)
+		a.mu.Unlock()
+		keys := make([]store.Key, 0, len(ips)+len(ports))
+		for _, o := range ips {
+			keys = append(keys, a.ipClaimKey(o))
+		}
+		for _, o := range ports {
+			keys = append(keys, a.portClaimKey(o))
+		}
+		for _, k := range keys {
+			value, uid, err := newClaim(k.Name, svc, time.Now())
+			if err != nil {
+				return err
+			}
+			if _, err := a.claims.Create(ctx, k, uid, value); err != nil && !errors.Is(err, store.ErrExists) {
+				return fmt.Errorf("claim %s of service %s/%s: %w", k.Name, svc.Namespace, svc.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// loadPools is load's part in memory.
+func (a *serviceAllocator) loadPools(objs []runtime.Object) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.ips.used = map[int]bool{}
@@ -294,14 +357,13 @@ func (a *serviceAllocator) heldLocked(svc *corev1.Service) (ips, ports []int) {
 	return ips, ports
 }
 
-// afterDelete frees what a deleted Service held.
-func (a *serviceAllocator) afterDelete(_ context.Context, obj runtime.Object) {
+// afterDelete frees what a deleted Service held, and releases its claims.
+func (a *serviceAllocator) afterDelete(ctx context.Context, obj runtime.Object) {
 	svc, ok := obj.(*corev1.Service)
 	if !ok {
 		return
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	ips, ports := a.heldLocked(svc)
 	for _, o := range ips {
 		delete(a.ips.used, o)
@@ -309,51 +371,119 @@ func (a *serviceAllocator) afterDelete(_ context.Context, obj runtime.Object) {
 	for _, o := range ports {
 		delete(a.ports.used, o)
 	}
+	a.mu.Unlock()
+	if a.claims != nil {
+		a.releaseOffsets(context.WithoutCancel(ctx), svc, ips, ports)
+	}
 }
 
 // beginCreate allocates a new Service's cluster IP (unless headless or
 // ExternalName) and node ports (NodePort and LoadBalancer), and sets its
 // IP family fields, as kube-apiserver's allocateCreate does before
 // validation. Requested values that are taken or out of range are a 422.
-func (a *serviceAllocator) beginCreate(_ context.Context, obj runtime.Object) (FinishFunc, error) {
+func (a *serviceAllocator) beginCreate(ctx context.Context, obj runtime.Object) (FinishFunc, error) {
 	svc := obj.(*corev1.Service)
 	normalizeClusterIPs(svc, nil)
 	if err := a.initIPFamilies(svc); err != nil {
 		return nil, err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r := &reservation{}
-	if err := a.allocateLocked(svc, nil, r); err != nil {
-		a.undoLocked(r)
-		return nil, err
+	return a.reserve(ctx, svc, nil)
+}
+
+// reserve allocates what svc needs and old (nil on create) does not hold,
+// and notes what old held that svc does not, to free after the write.
+// With Claims it claims the values allocated; values found claimed by
+// other replicas are marked used and the allocation is made again, so a
+// requested value held elsewhere is refused as one held here would be.
+func (a *serviceAllocator) reserve(ctx context.Context, svc, old *corev1.Service) (FinishFunc, error) {
+	var spec *corev1.ServiceSpec
+	if a.claims != nil {
+		spec = svc.Spec.DeepCopy()
 	}
-	return a.finish(r), nil
+	for attempt := 1; ; attempt++ {
+		r := &reservation{svc: svc}
+		a.mu.Lock()
+		if err := a.allocateLocked(svc, old, r); err != nil {
+			a.undoLocked(r)
+			a.mu.Unlock()
+			return nil, err
+		}
+		if old != nil {
+			oldIPs, oldPorts := a.heldLocked(old)
+			newIPs, newPorts := a.heldLocked(svc)
+			r.freeIPs = minus(oldIPs, newIPs)
+			r.freePorts = minus(oldPorts, newPorts)
+		}
+		a.mu.Unlock()
+		if a.claims == nil {
+			return a.finish(r), nil
+		}
+		takenIPs, takenPorts, err := a.claimReservation(ctx, svc, r)
+		if err == nil && len(takenIPs) == 0 && len(takenPorts) == 0 {
+			return a.finish(r), nil
+		}
+		if err == nil {
+			err = a.requestedTaken(svc, spec, takenIPs, takenPorts)
+		}
+		a.mu.Lock()
+		a.undoLocked(r)
+		for _, o := range takenIPs {
+			a.ips.used[o] = true
+		}
+		for _, o := range takenPorts {
+			a.ports.used[o] = true
+		}
+		a.mu.Unlock()
+		if err != nil {
+			var status apierrors.APIStatus
+			if errors.As(err, &status) {
+				return nil, err
+			}
+			return nil, apierrors.NewInternalError(fmt.Errorf("claim allocated values: %w", err))
+		}
+		if attempt == maxClaimAttempts {
+			return nil, apierrors.NewInternalError(fmt.Errorf("claim allocated values: still claimed by other services after %d attempts", attempt))
+		}
+		svc.Spec = *spec.DeepCopy()
+	}
 }
 
 // beginUpdate allocates what an update newly needs (a cluster IP when the
 // type leaves ExternalName, node ports when it becomes NodePort or
 // LoadBalancer or ports are added) and frees, once the write succeeded,
 // what the Service no longer holds.
-func (a *serviceAllocator) beginUpdate(_ context.Context, obj, old runtime.Object) (FinishFunc, error) {
+func (a *serviceAllocator) beginUpdate(ctx context.Context, obj, old runtime.Object) (FinishFunc, error) {
 	svc, oldSvc := obj.(*corev1.Service), old.(*corev1.Service)
 	// An update that leaves the family fields out gets them back: on a
 	// single-stack cluster they can only hold the one family.
 	if err := a.initIPFamilies(svc); err != nil {
 		return nil, err
 	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	r := &reservation{}
-	if err := a.allocateLocked(svc, oldSvc, r); err != nil {
-		a.undoLocked(r)
-		return nil, err
+	return a.reserve(ctx, svc, oldSvc)
+}
+
+// requestedTaken returns the 422 of a value the client asked for (in
+// spec, the Service's spec as sent) that another Service holds, worded as
+// allocateLocked words one held here; nil when only allocated values are
+// taken.
+func (a *serviceAllocator) requestedTaken(svc *corev1.Service, spec *corev1.ServiceSpec, takenIPs, takenPorts []int) error {
+	if len(takenIPs) > 0 && spec.ClusterIP != "" {
+		return apierrors.NewInvalid(serviceGK, svc.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "clusterIPs"),
+			svc.Spec.ClusterIPs, fmt.Sprintf("failed to allocate IP %s: %v", spec.ClusterIP, errIPAllocated))})
 	}
-	oldIPs, oldPorts := a.heldLocked(oldSvc)
-	newIPs, newPorts := a.heldLocked(svc)
-	r.freeIPs = minus(oldIPs, newIPs)
-	r.freePorts = minus(oldPorts, newPorts)
-	return a.finish(r), nil
+	for _, o := range takenPorts {
+		port := int32(a.portRange.Base + o)
+		for i, p := range spec.Ports {
+			if p.NodePort == port {
+				return apierrors.NewInvalid(serviceGK, svc.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "ports").Index(i).Child("nodePort"), port, errPortAllocated.Error())})
+			}
+		}
+		if spec.HealthCheckNodePort == port {
+			return apierrors.NewInvalid(serviceGK, svc.Name, field.ErrorList{field.Invalid(field.NewPath("spec", "healthCheckNodePort"), port,
+				fmt.Sprintf("failed to allocate requested HealthCheck NodePort %v: %v", port, errPortAllocated))})
+		}
+	}
+	return nil
 }
 
 // minus returns the values of a that are not in b.
@@ -467,7 +597,9 @@ func (a *serviceAllocator) allocateLocked(svc, old *corev1.Service, r *reservati
 				switch {
 				case o < 0:
 					cause = fmt.Errorf("the provided IP (%s) is not in the valid range. The range of valid IPs is %s", ip, a.prefix)
-				case a.ips.used[o]:
+				case a.ips.used[o] && a.claims == nil:
+					// With Claims, the claim decides: the pool may
+					// lag behind the other replicas.
 					cause = errIPAllocated
 				}
 				if cause != nil {
@@ -491,7 +623,7 @@ func (a *serviceAllocator) allocateLocked(svc, old *corev1.Service, r *reservati
 		switch {
 		case !inRange:
 			cause = fmt.Errorf("provided port is not in the valid range. The range of valid ports is %s", a.portRange)
-		case a.ports.used[o]:
+		case a.ports.used[o] && a.claims == nil:
 			cause = errPortAllocated
 		default:
 			a.ports.used[o] = true
