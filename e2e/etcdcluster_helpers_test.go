@@ -125,7 +125,7 @@ func (c *etcdCluster) Start(m *etcdMember) {
 		"--listen-client-urls", m.clientURL, "--advertise-client-urls", m.clientURL,
 		"--listen-peer-urls", m.peerURL, "--initial-advertise-peer-urls", m.peerURL,
 		"--initial-cluster", c.initial, "--initial-cluster-state", "new",
-		"--initial-cluster-token", c.token, "--log-level", "warn",
+		"--initial-cluster-token", c.token, "--log-level", "error",
 		"--snapshot-count", "10000")
 	cmd.Stdout, cmd.Stderr = m.log, m.log
 	if err := cmd.Start(); err != nil {

@@ -4,6 +4,7 @@ package etcdstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -17,6 +18,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -53,6 +55,14 @@ type Config struct {
 	// (DefaultMaxValueBytes when 0). Raise it with etcd's
 	// --max-request-bytes.
 	MaxValueBytes int
+	// UnavailableWait is how long a request waits for an etcd that cannot
+	// answer (no leader, no member reachable) before it fails
+	// (DefaultUnavailableWait when 0; see unavailable.go).
+	UnavailableWait time.Duration
+
+	// dialOptions are added to the client's gRPC dial options (tests
+	// intercept calls with them).
+	dialOptions []grpc.DialOption
 }
 
 // Store is a store.Store on etcd v3. All methods are safe for concurrent
@@ -61,6 +71,8 @@ type Store struct {
 	client   *clientv3.Client
 	keys     keyer
 	maxValue int
+	// unavailableWait is Config.UnavailableWait.
+	unavailableWait time.Duration
 
 	// rev is the newest revision seen in any response header.
 	rev atomic.Int64
@@ -99,6 +111,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		Endpoints:   cfg.Endpoints,
 		TLS:         cfg.TLS,
 		DialTimeout: dial,
+		DialOptions: cfg.dialOptions,
 		Context:     ctx,
 	})
 	if err != nil {
@@ -108,7 +121,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if maxValue == 0 {
 		maxValue = DefaultMaxValueBytes
 	}
-	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue}
+	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, unavailableWait: cmp.Or(cfg.UnavailableWait, DefaultUnavailableWait)}
 	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
 	if err != nil {
 		client.Close()
@@ -220,12 +233,16 @@ func (s *Store) translate(what string, err error) error {
 		return store.ErrCompacted
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return store.ErrFutureRev
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		return store.ErrQuotaExceeded
 	case errors.Is(err, rpctypes.ErrRequestTooLarge), status.Code(err) == codes.ResourceExhausted:
 		return store.ErrTooLarge
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case s.closed.Load():
 		return store.ErrClosed
+	case unavailable(err):
+		return fmt.Errorf("%s: %w: %v", what, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -287,12 +304,8 @@ func findMember(dec *json.Decoder, name string) bool {
 // Alive implements store.Prober: a linearizable count-only read of the
 // prefix, which etcd answers only with a quorum.
 func (s *Store) Alive(ctx context.Context) error {
-	resp, err := s.client.Get(ctx, s.keys.prefix+"/", clientv3.WithCountOnly())
-	if err != nil {
-		return s.translate("probe etcd", err)
-	}
-	s.observe(resp.Header.Revision)
-	return nil
+	_, err := s.get(ctx, "probe etcd", s.keys.prefix+"/", clientv3.WithCountOnly())
+	return err
 }
 
 // Stats implements store.StatsReporter with the revisions; the SQLite

@@ -19,11 +19,10 @@ func (s *Store) Get(ctx context.Context, key store.Key) (store.Object, error) {
 	if !validKey(key) {
 		return store.Object{}, store.ErrNotFound
 	}
-	resp, err := s.client.Get(ctx, s.keys.key(key))
+	resp, err := s.get(ctx, "get object", s.keys.key(key))
 	if err != nil {
-		return store.Object{}, s.translate("get object", err)
+		return store.Object{}, err
 	}
-	s.observe(resp.Header.Revision)
 	if len(resp.Kvs) == 0 {
 		return store.Object{}, store.ErrNotFound
 	}
@@ -89,15 +88,13 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListRes
 		if rev > 0 {
 			ropts = append(ropts, clientv3.WithRev(rev))
 		}
-		resp, err := s.client.Get(ctx, start, ropts...)
+		resp, err := s.get(ctx, "list objects", start, ropts...)
 		if err != nil {
-			err = s.translate("list objects", err)
 			if err == store.ErrCompacted {
 				s.observeCompacted(rev + 1) // a lower bound
 			}
 			return store.ListResult{}, err
 		}
-		s.observe(resp.Header.Revision)
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}
