@@ -257,12 +257,17 @@ func (c *etcdCluster) WaitLeader() *etcdMember {
 	}
 }
 
-// Follower returns a running member other than leader.
-func (c *etcdCluster) Follower(leader *etcdMember) *etcdMember {
+// Follower returns a running member other than leader, one other than
+// avoid (the member killed last) when there is one.
+func (c *etcdCluster) Follower(leader, avoid *etcdMember) *etcdMember {
+	var found *etcdMember
 	for _, m := range c.members {
-		if m != leader && m.Running() {
-			return m
+		if m != leader && m.Running() && (found == nil || found == avoid) {
+			found = m
 		}
+	}
+	if found != nil {
+		return found
 	}
 	c.t.Fatalf("etcd cluster: no running follower")
 	return nil

@@ -444,7 +444,7 @@ func TestEtcdCluster_KillLeaderThenFollower(t *testing.T) {
 		c.WaitCaughtUp()
 		run.waitAcks(t, 100, fmt.Sprintf("round %d: leader %s back", round, leader.name))
 
-		follower := c.Follower(c.WaitLeader())
+		follower := c.Follower(c.WaitLeader(), leader)
 		c.Kill(follower)
 		kills = append(kills, "follower "+follower.name)
 		run.waitAcks(t, 200, fmt.Sprintf("round %d: follower %s killed", round, follower.name))
