@@ -43,8 +43,10 @@ type chaosWriter struct {
 	own map[string]crashKey
 	// acks are every acknowledged write, in order, per name.
 	acks map[string][]crashOp
-	// errs counts the errors this writer saw by kind (chaosErrorKind).
-	errs map[string]int
+	// errs counts the errors this writer saw by kind (chaosErrorKind);
+	// samples holds the first message of each kind.
+	errs    map[string]int
+	samples map[string]string
 	// resolvedByRead counts writes whose outcome only a read told.
 	resolvedByRead int
 	// problems are errors a client should never see.
@@ -132,6 +134,9 @@ func (w *chaosWriter) write(ctx context.Context, name, value string, stop <-chan
 		}
 		kind, allowed := chaosErrorKind(err, retry)
 		w.errs[kind]++
+		if _, ok := w.samples[kind]; !ok {
+			w.samples[kind] = err.Error()
+		}
 		if !allowed {
 			w.problems = append(w.problems, fmt.Sprintf("%s %s (rv %d): a client must not see %v", op.kind, name, cur.rv, err))
 		}
@@ -274,7 +279,7 @@ func startChaosWriters(t *testing.T, ns string, seed uint64, daemons ...*Daemon)
 	for i := 0; i < crashWriters; i++ {
 		rng := newRand(seed, uint64(i+1))
 		w := &chaosWriter{id: i, ns: ns, client: clients[i%len(clients)], rng: rng,
-			own: map[string]crashKey{}, acks: map[string][]crashOp{}, errs: map[string]int{}}
+			own: map[string]crashKey{}, acks: map[string][]crashOp{}, errs: map[string]int{}, samples: map[string]string{}}
 		r.writers = append(r.writers, w)
 		r.wg.Add(1)
 		go func() {
@@ -334,6 +339,7 @@ func (r *chaosRun) waitAcks(t *testing.T, n int64, what string) {
 func (r *chaosRun) check(t *testing.T, daemons ...*Daemon) (acked, byRead int, errs map[string]int) {
 	t.Helper()
 	errs = map[string]int{}
+	logged := map[string]bool{}
 	want := map[string]crashKey{}
 	for _, w := range r.writers {
 		for _, p := range w.problems {
@@ -343,6 +349,12 @@ func (r *chaosRun) check(t *testing.T, daemons ...*Daemon) (acked, byRead int, e
 			errs[k] += v
 		}
 		byRead += w.resolvedByRead
+		for k, msg := range w.samples {
+			if !logged[k] {
+				logged[k] = true
+				t.Logf("first %s a writer saw: %s", k, msg)
+			}
+		}
 		for name, ops := range w.acks {
 			acked += len(ops)
 			last := int64(0)
