@@ -28,7 +28,8 @@ import (
 //     store.ErrUnavailable (503 with Retry-After: nothing changed, client-go
 //     sends it again);
 //   - a write is sent again, with the same comparison, until etcd answers
-//     it. Every write of this store is a transaction that compares the
+//     it (an attempt that takes longer than attemptTimeout counts as
+//     unanswered). Every write of this store is a transaction that compares the
 //     key's revision, so a write that was applied the first time fails its
 //     comparison the second: the transaction's Else branch then reads the
 //     key, and when the key holds exactly what the write put (or, for a
@@ -44,8 +45,13 @@ import (
 // leader is elected within a few election timeouts (1 s each by default).
 const DefaultUnavailableWait = 15 * time.Second
 
-// Pauses between attempts of a write while etcd cannot answer it.
+// Pauses between attempts of a write while etcd cannot answer it, and
+// how long one attempt may take before it is sent again. etcd answers a
+// proposal it forwarded to a leader that died only when its own request
+// timeout (about 7 s) ends; a new leader is usually there after one or
+// two election timeouts (1 s each by default).
 const (
+	attemptTimeout  = 3 * time.Second
 	retryFirstPause = 50 * time.Millisecond
 	retryMaxPause   = time.Second
 )
@@ -119,7 +125,10 @@ func (s *Store) commit(ctx context.Context, what, k string, cmp clientv3.Cmp, op
 	maybeApplied := false
 	pause := retryFirstPause
 	for {
-		resp, err := s.client.Txn(bctx).If(cmp).Then(op).Else(clientv3.OpGet(k)).Commit()
+		actx, cancelAttempt := context.WithTimeout(bctx, attemptTimeout)
+		resp, err := s.client.Txn(actx).If(cmp).Then(op).Else(clientv3.OpGet(k)).Commit()
+		attemptTimedOut := actx.Err() != nil
+		cancelAttempt()
 		if err == nil {
 			s.observe(resp.Header.Revision)
 			out := committed{resp: resp}
@@ -141,6 +150,11 @@ func (s *Store) commit(ctx context.Context, what, k string, cmp clientv3.Cmp, op
 		case bctx.Err() != nil:
 			// The wait ended during this attempt: it may have been sent.
 			return committed{}, s.giveUp(what, err, true)
+		case attemptTimedOut:
+			// Stuck, as a proposal forwarded to a leader that died is
+			// until etcd gives up on it: it may have been applied.
+			maybeApplied = true
+			continue
 		case !unavailable(err):
 			return committed{}, s.translate(what, err)
 		}

@@ -24,11 +24,18 @@ import (
 type loseAnswers struct {
 	lost    atomic.Int32 // Txn calls still to fail
 	applied bool
+	// stuck makes the lost calls hang, unsent, until their context ends,
+	// as a proposal forwarded to a leader that died does.
+	stuck bool
 }
 
 func (l *loseAnswers) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if !strings.HasSuffix(method, "/Txn") || l.lost.Add(-1) < 0 {
 		return invoker(ctx, method, req, reply, cc, opts...)
+	}
+	if l.stuck {
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
 	}
 	if l.applied {
 		if err := invoker(ctx, method, req, reply, cc, opts...); err != nil {
@@ -52,18 +59,23 @@ func openLossy(t *testing.T, url string, l *loseAnswers) *Store {
 }
 
 // TestStore_LostAnswer: a write whose answer (or request) is lost on
-// the way, as when the etcd member it went to dies, is sent again; the
-// write is applied once, and succeeds with the revision that applied it,
-// whichever attempt that was.
+// the way, as when the etcd member it went to dies, or that gets no
+// answer within attemptTimeout, is sent again; the write is applied
+// once, and succeeds with the revision that applied it, whichever
+// attempt that was.
 func TestStore_LostAnswer(t *testing.T) {
 	url := startEtcd(t)
-	for _, applied := range []bool{true, false} {
-		name := "request lost"
-		if applied {
-			name = "answer lost"
-		}
+	for _, tt := range []struct {
+		name           string
+		applied, stuck bool
+	}{
+		{name: "answer lost", applied: true},
+		{name: "request lost"},
+		{name: "request stuck", stuck: true},
+	} {
+		name := tt.name
 		t.Run(name, func(t *testing.T) {
-			l := &loseAnswers{applied: applied}
+			l := &loseAnswers{applied: tt.applied, stuck: tt.stuck}
 			s := openLossy(t, url, l)
 			ns := strings.ReplaceAll(name, " ", "-")
 			ctx := context.Background()
