@@ -49,6 +49,10 @@ type chaosWriter struct {
 	samples map[string]string
 	// resolvedByRead counts writes whose outcome only a read told.
 	resolvedByRead int
+	// unresolved is the write, if any, whose outcome was still unknown
+	// when the writers were stopped: its object may be in the state it
+	// leaves.
+	unresolved *crashOp
 	// problems are errors a client should never see.
 	problems []string
 }
@@ -142,6 +146,9 @@ func (w *chaosWriter) write(ctx context.Context, name, value string, stop <-chan
 		}
 		// The write may or may not have happened: read it back.
 		applied, rv, err := w.resolve(ctx, op, stop)
+		if errors.Is(err, errUnresolved) {
+			w.unresolved = &op
+		}
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", op.kind, name, err)
 		}
@@ -154,7 +161,9 @@ func (w *chaosWriter) write(ctx context.Context, name, value string, stop <-chan
 		retry = true
 		select {
 		case <-stop:
-			// Not applied as far as anyone can tell; leave it.
+			// Not applied as far as anyone can tell, but it may still be
+			// (its last attempt's outcome is unknown).
+			w.unresolved = &op
 			return nil
 		case <-time.After(100 * time.Millisecond):
 		}
@@ -334,13 +343,44 @@ func (r *chaosRun) waitAcks(t *testing.T, n int64, what string) {
 // check compares the ledger with each daemon's list of the namespace's
 // ConfigMaps (polled until they agree, as a replica's cache may trail a
 // write made through another) and with each object's acknowledged
-// resourceVersions, which must grow. It returns the acknowledged and
+// resourceVersions, which must grow. An object whose last write's outcome
+// was unknown when the writers stopped may be in the state that write
+// leaves. It returns the acknowledged and
 // resolved-by-read counts and the errors by kind.
 func (r *chaosRun) check(t *testing.T, daemons ...*Daemon) (acked, byRead int, errs map[string]int) {
 	t.Helper()
 	errs = map[string]int{}
 	logged := map[string]bool{}
 	want := map[string]crashKey{}
+	unresolved := map[string]crashOp{}
+	// matches reports whether got is what the ledger allows for name: the
+	// last acknowledged state, or what a write of unknown outcome made.
+	matches := func(name string, got crashKey) bool {
+		if got == want[name] {
+			return true
+		}
+		op, ok := unresolved[name]
+		switch {
+		case !ok:
+			return false
+		case op.kind == "delete":
+			return !got.exists
+		}
+		return got.exists && got.value == op.value && got.rv > want[name].rv
+	}
+	allMatch := func(got map[string]crashKey) bool {
+		for name := range want {
+			if !matches(name, got[name]) {
+				return false
+			}
+		}
+		for name, k := range got {
+			if _, ok := want[name]; !ok && !matches(name, k) {
+				return false
+			}
+		}
+		return true
+	}
 	for _, w := range r.writers {
 		for _, p := range w.problems {
 			t.Errorf("writer %d: %s", w.id, p)
@@ -373,6 +413,9 @@ func (r *chaosRun) check(t *testing.T, daemons ...*Daemon) (acked, byRead int, e
 				want[name] = k
 			}
 		}
+		if op := w.unresolved; op != nil {
+			unresolved[op.name] = *op
+		}
 	}
 	for _, d := range daemons {
 		var got map[string]crashKey
@@ -384,7 +427,7 @@ func (r *chaosRun) check(t *testing.T, daemons ...*Daemon) (acked, byRead int, e
 				for name, cm := range s.objects {
 					got[name] = crashKey{exists: true, value: cm.Data["v"], rv: mustRVNoT(cm.ResourceVersion)}
 				}
-				if maps.Equal(got, want) {
+				if allMatch(got) {
 					break
 				}
 			}
@@ -401,7 +444,7 @@ func (r *chaosRun) check(t *testing.T, daemons ...*Daemon) (acked, byRead int, e
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			if g, w := got[name], want[name]; g != w {
+			if g, w := got[name], want[name]; !matches(name, g) {
 				t.Errorf("%s: %s is %s, the last acknowledged write left %s", d.Addr, name, brief(g), brief(w))
 			}
 		}
