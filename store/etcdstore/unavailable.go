@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
 	"github.com/edgeapi/edgeapi/store"
@@ -24,9 +25,10 @@ import (
 // writes it cannot retry, because a write whose answer was lost (etcd's
 // "request timed out", a reset connection) may or may not have been
 // applied. So:
-//   - reads wait at most the unavailable wait, then fail with
-//     store.ErrUnavailable (503 with Retry-After: nothing changed, client-go
-//     sends it again);
+//   - reads made while the client is connected to no member wait at most
+//     the unavailable wait, then fail with store.ErrUnavailable (503 with
+//     Retry-After: nothing changed, client-go sends it again); reads made
+//     while a member is connected wait as long as the request may;
 //   - a write is sent again, with the same comparison, until etcd answers
 //     it (an attempt that takes longer than attemptTimeout counts as
 //     unanswered). Every write of this store is a transaction that compares the
@@ -87,10 +89,16 @@ func (s *Store) giveUp(what string, last error, maybeApplied bool) error {
 	return fmt.Errorf("%s: etcd did not answer within %v (last: %v): %w", what, s.unavailableWait, last, kind)
 }
 
-// get is client.Get waiting at most the unavailable wait for etcd, its
-// errors translated (what names the read).
+// get is client.Get, its errors translated (what names the read). When
+// the client is connected to no member it waits at most the unavailable
+// wait for one; otherwise as long as ctx allows, so that a large read
+// from a slow but working etcd is not cut short (the client sends a read
+// that fails for now to another member by itself).
 func (s *Store) get(ctx context.Context, what, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
-	bctx, cancel := context.WithTimeout(ctx, s.unavailableWait)
+	bctx, cancel := ctx, context.CancelFunc(func() {})
+	if !s.connected() {
+		bctx, cancel = context.WithTimeout(ctx, s.unavailableWait)
+	}
 	defer cancel()
 	resp, err := s.client.Get(bctx, key, opts...)
 	if err != nil {
@@ -101,6 +109,12 @@ func (s *Store) get(ctx context.Context, what, key string, opts ...clientv3.OpOp
 	}
 	s.observe(resp.Header.Revision)
 	return resp, nil
+}
+
+// connected reports whether the client has a connection to an etcd
+// member that is ready for requests.
+func (s *Store) connected() bool {
+	return s.client.ActiveConnection().GetState() == connectivity.Ready
 }
 
 // committed is the outcome of a conditional write (commit).

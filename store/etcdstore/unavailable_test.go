@@ -156,10 +156,11 @@ func TestStore_LostAnswerConflict(t *testing.T) {
 	}
 }
 
-// TestStore_Unavailable: while etcd is down, reads fail with
-// ErrUnavailable and writes with ErrUnavailable or ErrUnknownOutcome
-// once the unavailable wait has passed, not later and with no other
-// error; once etcd is back, both work again on the same store.
+// TestStore_Unavailable: while etcd is down (and the client knows it),
+// reads fail with ErrUnavailable and writes with ErrUnavailable or
+// ErrUnknownOutcome once the unavailable wait has passed, not later and
+// with no other error; once etcd is back, both work again on the same
+// store.
 func TestStore_Unavailable(t *testing.T) {
 	e := newEtcd(t)
 	ctx := context.Background()
@@ -173,6 +174,15 @@ func TestStore_Unavailable(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.stop()
+	// Reads wait for the unavailable wait only once the client knows it
+	// has no connection (a read on a live connection waits as long as
+	// the request may).
+	for deadline := time.Now().Add(30 * time.Second); s.connected(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the client still has a ready connection 30 s after etcd stopped")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	// A hang guard, not a timing check: the wait is 0.5 s.
 	hctx, cancel := context.WithTimeout(ctx, time.Minute)
