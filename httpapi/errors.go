@@ -103,6 +103,10 @@ func storeError(err error, gr schema.GroupResource, name string) error {
 		return errNoSpace()
 	case errors.Is(err, store.ErrQuotaExceeded):
 		return errQuotaExceeded()
+	case errors.Is(err, store.ErrUnavailable):
+		return errStorageUnavailable(err)
+	case errors.Is(err, store.ErrUnknownOutcome):
+		return apierrors.NewTimeoutError(err.Error(), 0)
 	case errors.Is(err, store.ErrClosed):
 		return apierrors.NewServiceUnavailable("the server is shutting down")
 	case errors.Is(err, context.DeadlineExceeded):
@@ -125,6 +129,21 @@ func errNoSpace() *apierrors.StatusError {
 	se.ErrStatus.Details.RetryAfterSeconds = noSpaceRetryAfter
 	return se
 }
+
+// errStorageUnavailable is the answer for a request the storage could
+// not serve for now without changing anything (etcd lost its leader or
+// quorum): 503 ServiceUnavailable, as kube-apiserver answers when its
+// storage is not ready, with a Retry-After that makes client-go send
+// it again by itself.
+func errStorageUnavailable(err error) *apierrors.StatusError {
+	se := statusError(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, err.Error(), true)
+	se.ErrStatus.Details.RetryAfterSeconds = storageRetryAfter
+	return se
+}
+
+// storageRetryAfter is the Retry-After, in seconds, of
+// errStorageUnavailable: about as long as etcd takes to elect a leader.
+const storageRetryAfter = 1
 
 // errQuotaExceeded is the answer for a create or update refused because
 // the database has reached --quota-backend-bytes. etcd answers

@@ -48,6 +48,15 @@ var (
 	// or update that gets it wrote nothing; deletes still commit, and the
 	// store accepts every write again once space is freed.
 	ErrNoSpace = errors.New("store: no space left on the file system holding the database")
+	// ErrUnavailable: the storage (an etcd cluster without a leader or
+	// out of reach) could not serve the request for now, and nothing was
+	// changed: sending it again later is safe.
+	ErrUnavailable = errors.New("store: storage unavailable")
+	// ErrUnknownOutcome: a write was sent, but the storage did not
+	// confirm whether it was applied before it became unavailable. A
+	// client may read the object and send the write again; its
+	// preconditions keep it from being applied twice.
+	ErrUnknownOutcome = errors.New("store: storage did not confirm the write")
 )
 
 // Key names one object. Resource is the storage resource name, qualified by

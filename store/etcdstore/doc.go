@@ -16,6 +16,14 @@
 // subscribers see a write before its writer is answered, as with SQLite,
 // and writes through other stores on the same etcd reach them too.
 //
+// While etcd cannot answer (a member lost, a leader election, no member
+// reachable), reads wait for it up to Config.UnavailableWait and then
+// fail with store.ErrUnavailable; a write is sent again, with the same
+// revision comparison, until etcd answers, and one that an earlier
+// attempt had applied succeeds with that attempt's revision, so a write
+// is applied and answered once. A write that etcd never answered within
+// the wait fails with store.ErrUnknownOutcome (unavailable.go).
+//
 // Everything but this file builds only with the build tag etcd (go test
 // -tags etcd ./store/etcdstore): the etcd client adds about 12 MB to the
 // stripped binary, and the default build must not link it. Without the

@@ -18,6 +18,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -73,6 +74,14 @@ type Config struct {
 	// kube-apiserver's storage requires of JSON values, and read back
 	// without them. An empty kind stores values as they are given.
 	TypeMeta func(resource string) (apiVersion, kind string)
+	// UnavailableWait is how long a request waits for an etcd that cannot
+	// answer (no leader, no member reachable) before it fails
+	// (DefaultUnavailableWait when 0; see unavailable.go).
+	UnavailableWait time.Duration
+
+	// dialOptions are added to the client's gRPC dial options (tests
+	// intercept calls with them).
+	dialOptions []grpc.DialOption
 }
 
 // Store is a store.Store on etcd v3. All methods are safe for concurrent
@@ -88,6 +97,8 @@ type Store struct {
 	// listSlots (capacity Config.ListConcurrency) holds one token per
 	// List reading.
 	listSlots chan struct{}
+	// unavailableWait is Config.UnavailableWait.
+	unavailableWait time.Duration
 
 	// rev is the newest revision seen in any response header.
 	rev atomic.Int64
@@ -129,6 +140,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		// gRPC's own default (2 MiB) would refuse values etcd accepts
 		// when its --max-request-bytes is raised.
 		MaxCallSendMsgSize: MaxRequestBytes,
+		DialOptions:        cfg.dialOptions,
 		Context:            ctx,
 	})
 	if err != nil {
@@ -139,7 +151,8 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		maxValue = MaxRequestBytes
 	}
 	s := &Store{client: client, keys: keyer{prefix: prefix}, maxValue: maxValue, transformers: cfg.Transformers, typeMeta: cfg.TypeMeta,
-		listSlots: make(chan struct{}, cmp.Or(max(cfg.ListConcurrency, 0), DefaultListConcurrency))}
+		listSlots:       make(chan struct{}, cmp.Or(max(cfg.ListConcurrency, 0), DefaultListConcurrency)),
+		unavailableWait: cmp.Or(cfg.UnavailableWait, DefaultUnavailableWait)}
 	resp, err := client.Get(ctx, prefix+"/", clientv3.WithCountOnly())
 	if err != nil {
 		client.Close()
@@ -251,12 +264,16 @@ func (s *Store) translate(what string, err error) error {
 		return store.ErrCompacted
 	case errors.Is(err, rpctypes.ErrFutureRev):
 		return store.ErrFutureRev
+	case errors.Is(err, rpctypes.ErrNoSpace):
+		return store.ErrQuotaExceeded
 	case errors.Is(err, rpctypes.ErrRequestTooLarge), status.Code(err) == codes.ResourceExhausted:
 		return store.ErrTooLarge
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
 	case s.closed.Load():
 		return store.ErrClosed
+	case unavailable(err):
+		return fmt.Errorf("%s: %w: %v", what, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
@@ -463,12 +480,8 @@ func findMember(dec *json.Decoder, name string) bool {
 // Alive implements store.Prober: a linearizable count-only read of the
 // prefix, which etcd answers only with a quorum.
 func (s *Store) Alive(ctx context.Context) error {
-	resp, err := s.client.Get(ctx, s.keys.prefix+"/", clientv3.WithCountOnly())
-	if err != nil {
-		return s.translate("probe etcd", err)
-	}
-	s.observe(resp.Header.Revision)
-	return nil
+	_, err := s.get(ctx, "probe etcd", s.keys.prefix+"/", clientv3.WithCountOnly())
+	return err
 }
 
 // Stats implements store.StatsReporter with the revisions; the SQLite

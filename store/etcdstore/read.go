@@ -13,23 +13,22 @@ import (
 // Get implements store.Store with one linearizable Range: the object as
 // of etcd's latest commit, or ErrNotFound.
 func (s *Store) Get(ctx context.Context, key store.Key) (store.Object, error) {
-	obj, _, err := s.get(ctx, key)
+	obj, _, err := s.getStale(ctx, key)
 	return obj, err
 }
 
-// get is Get, also reporting whether the stored value is stale.
-func (s *Store) get(ctx context.Context, key store.Key) (store.Object, bool, error) {
+// getStale is Get, also reporting whether the stored value is stale.
+func (s *Store) getStale(ctx context.Context, key store.Key) (store.Object, bool, error) {
 	if s.closed.Load() {
 		return store.Object{}, false, store.ErrClosed
 	}
 	if !validKey(key) {
 		return store.Object{}, false, store.ErrNotFound
 	}
-	resp, err := s.client.Get(ctx, s.keys.key(key))
+	resp, err := s.get(ctx, "get object", s.keys.key(key))
 	if err != nil {
-		return store.Object{}, false, s.translate("get object", err)
+		return store.Object{}, false, err
 	}
-	s.observe(resp.Header.Revision)
 	if len(resp.Kvs) == 0 {
 		return store.Object{}, false, store.ErrNotFound
 	}
@@ -101,15 +100,13 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) (store.ListRes
 		if rev > 0 {
 			ropts = append(ropts, clientv3.WithRev(rev))
 		}
-		resp, err := s.client.Get(ctx, start, ropts...)
+		resp, err := s.get(ctx, "list objects", start, ropts...)
 		if err != nil {
-			err = s.translate("list objects", err)
 			if err == store.ErrCompacted {
 				s.observeCompacted(rev + 1) // a lower bound
 			}
 			return store.ListResult{}, err
 		}
-		s.observe(resp.Header.Revision)
 		if rev == 0 {
 			rev = resp.Header.Revision
 		}

@@ -220,12 +220,11 @@ func (s *Store) changes(ctx context.Context, afterRev int64, limit int, keysOnly
 	if s.closed.Load() {
 		return nil, store.ErrClosed
 	}
-	head, err := s.client.Get(ctx, s.keys.prefix+"/", clientv3.WithCountOnly())
+	head, err := s.get(ctx, "read changes", s.keys.prefix+"/", clientv3.WithCountOnly())
 	if err != nil {
-		return nil, s.translate("read changes", err)
+		return nil, err
 	}
 	cur := head.Header.Revision
-	s.observe(cur)
 	switch {
 	case afterRev > cur:
 		return nil, store.ErrFutureRev

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/edgeapi/edgeapi/store"
@@ -48,24 +49,24 @@ func (s *Store) Create(ctx context.Context, key store.Key, uid string, value []b
 	if err != nil {
 		return store.Object{}, err
 	}
-	resp, err := s.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, string(enc))).
-		Commit()
+	c, err := s.commit(ctx, "create object", k, clientv3.Compare(clientv3.CreateRevision(k), "=", 0), clientv3.OpPut(k, string(enc)), enc)
 	if err != nil {
-		return store.Object{}, s.translate("create object", err)
+		return store.Object{}, err
 	}
-	rev := resp.Header.Revision
-	s.observe(rev)
-	if !resp.Succeeded {
+	var obj store.Object
+	switch rev := c.resp.Header.Revision; {
+	case c.earlier:
+		obj, err = s.stored(key, c.now)
+	case !c.resp.Succeeded:
 		return store.Object{}, store.ErrExists
+	default:
+		obj, err = object(key, value, rev, rev)
 	}
-	obj, err := object(key, value, rev, rev)
 	if err != nil {
 		return store.Object{}, err
 	}
 	obj.UID = uid
-	return obj, s.waitPublished(ctx, rev)
+	return obj, s.waitPublished(ctx, obj.ModRev)
 }
 
 // Update implements store.Store: one transaction puts value at key if the
@@ -85,17 +86,21 @@ func (s *Store) Update(ctx context.Context, key store.Key, pre store.Preconditio
 	if err != nil {
 		return store.Object{}, err
 	}
-	resp, err := s.preconditioned(ctx, key, k, pre, clientv3.OpPut(k, string(enc), clientv3.WithPrevKV()), "update object")
+	c, err := s.preconditioned(ctx, key, k, pre, clientv3.OpPut(k, string(enc), clientv3.WithPrevKV()), enc, "update object")
 	if err != nil {
 		return store.Object{}, err
 	}
-	rev := resp.Header.Revision
-	prev := resp.Responses[0].GetResponsePut().PrevKv
-	obj, err := object(key, value, prev.CreateRevision, rev)
+	var obj store.Object
+	if c.earlier {
+		obj, err = s.stored(key, c.now)
+	} else {
+		prev := c.resp.Responses[0].GetResponsePut().PrevKv
+		obj, err = object(key, value, prev.CreateRevision, c.resp.Header.Revision)
+	}
 	if err != nil {
 		return store.Object{}, err
 	}
-	return obj, s.waitPublished(ctx, rev)
+	return obj, s.waitPublished(ctx, obj.ModRev)
 }
 
 // Delete implements store.Store like Update, deleting instead of putting.
@@ -108,12 +113,22 @@ func (s *Store) Delete(ctx context.Context, key store.Key, pre store.Preconditio
 		return store.Object{}, store.ErrNotFound
 	}
 	k := s.keys.key(key)
-	resp, err := s.preconditioned(ctx, key, k, pre, clientv3.OpDelete(k, clientv3.WithPrevKV()), "delete object")
+	c, err := s.preconditioned(ctx, key, k, pre, clientv3.OpDelete(k, clientv3.WithPrevKV()), nil, "delete object")
 	if err != nil {
 		return store.Object{}, err
 	}
-	rev := resp.Header.Revision
-	prevs := resp.Responses[0].GetResponseDeleteRange().PrevKvs
+	rev := c.resp.Header.Revision
+	var prevs []*mvccpb.KeyValue
+	if c.earlier {
+		// An earlier attempt deleted it: its last state is the one the
+		// transaction compared, stamped with a revision at or after the
+		// delete's.
+		if prevs, err = s.stateAt(ctx, k, c.compared); err != nil {
+			return store.Object{}, err
+		}
+	} else {
+		prevs = c.resp.Responses[0].GetResponseDeleteRange().PrevKvs
+	}
 	if len(prevs) == 0 {
 		return store.Object{}, store.ErrNotFound
 	}
@@ -126,50 +141,74 @@ func (s *Store) Delete(ctx context.Context, key store.Key, pre store.Preconditio
 	return obj, s.waitPublished(ctx, rev)
 }
 
+// stateAt returns etcd key k as it was at revision rev (none when rev is
+// 0 or compacted).
+func (s *Store) stateAt(ctx context.Context, k string, rev int64) ([]*mvccpb.KeyValue, error) {
+	if rev == 0 {
+		return nil, nil
+	}
+	resp, err := s.get(ctx, "delete object", k, clientv3.WithRev(rev))
+	if err == store.ErrCompacted {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return resp.Kvs, nil
+}
+
 // preconditioned runs op on etcd key k in one transaction guarded by pre
-// (see precondition) and returns the successful response. When only a
+// (see precondition) and returns the successful outcome. When only a
 // UID was given and the object changed between its check and the
-// transaction, it checks again. what names the write in errors.
-func (s *Store) preconditioned(ctx context.Context, key store.Key, k string, pre store.Preconditions, op clientv3.Op, what string) (*clientv3.TxnResponse, error) {
+// transaction, it checks again. put is the value op puts (nil for a
+// delete); what names the write in errors.
+func (s *Store) preconditioned(ctx context.Context, key store.Key, k string, pre store.Preconditions, op clientv3.Op, put []byte, what string) (preconditionedWrite, error) {
 	for {
-		cmp, err := s.precondition(ctx, key, k, pre)
+		cmp, modRev, err := s.precondition(ctx, key, k, pre)
 		if err != nil {
-			return nil, err
+			return preconditionedWrite{}, err
 		}
-		resp, err := s.client.Txn(ctx).If(cmp).Then(op).Else(clientv3.OpGet(k)).Commit()
+		c, err := s.commit(ctx, what, k, cmp, op, put)
 		if err != nil {
-			return nil, s.translate(what, err)
+			return preconditionedWrite{}, err
 		}
-		s.observe(resp.Header.Revision)
-		if resp.Succeeded {
-			return resp, nil
+		if c.resp.Succeeded || c.earlier {
+			return preconditionedWrite{committed: c, compared: modRev}, nil
 		}
-		if err := failed(resp); err != store.ErrConflict || pre.UID == "" || pre.ModRev != 0 {
-			return nil, err
+		if err := failed(c.resp); err != store.ErrConflict || pre.UID == "" || pre.ModRev != 0 {
+			return preconditionedWrite{}, err
 		}
 		// Changed since the UID was checked: check again.
 	}
 }
 
-// precondition returns the comparison a write at etcd key k makes: the
-// key exists, with ModRevision pre.ModRev when set. With pre.UID it reads
-// the current object first (ErrNotFound, ErrConflict) and compares its
-// ModRevision.
-func (s *Store) precondition(ctx context.Context, key store.Key, k string, pre store.Preconditions) (clientv3.Cmp, error) {
+// preconditionedWrite is what preconditioned returns: the write's
+// outcome and the ModRevision its transaction compared (0 when it
+// compared only that the key exists).
+type preconditionedWrite struct {
+	committed
+	compared int64
+}
+
+// precondition returns the comparison a write at etcd key k makes, and
+// the ModRevision it compares (0 when none): the key exists, with
+// ModRevision pre.ModRev when set. With pre.UID it reads the current
+// object first (ErrNotFound, ErrConflict) and compares its ModRevision.
+func (s *Store) precondition(ctx context.Context, key store.Key, k string, pre store.Preconditions) (clientv3.Cmp, int64, error) {
 	if pre.UID == "" {
 		if pre.ModRev != 0 {
-			return clientv3.Compare(clientv3.ModRevision(k), "=", pre.ModRev), nil
+			return clientv3.Compare(clientv3.ModRevision(k), "=", pre.ModRev), pre.ModRev, nil
 		}
-		return clientv3.Compare(clientv3.CreateRevision(k), ">", 0), nil
+		return clientv3.Compare(clientv3.CreateRevision(k), ">", 0), 0, nil
 	}
 	cur, err := s.Get(ctx, key)
 	if err != nil {
-		return clientv3.Cmp{}, err
+		return clientv3.Cmp{}, 0, err
 	}
 	if cur.UID != pre.UID || (pre.ModRev != 0 && cur.ModRev != pre.ModRev) {
-		return clientv3.Cmp{}, store.ErrConflict
+		return clientv3.Cmp{}, 0, store.ErrConflict
 	}
-	return clientv3.Compare(clientv3.ModRevision(k), "=", cur.ModRev), nil
+	return clientv3.Compare(clientv3.ModRevision(k), "=", cur.ModRev), cur.ModRev, nil
 }
 
 // failed returns the error of a write transaction whose comparison
@@ -191,7 +230,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 	if s.closed.Load() {
 		return store.Object{}, store.ErrClosed
 	}
-	cur, stale, err := s.get(ctx, key)
+	cur, stale, err := s.getStale(ctx, key)
 	if err != nil {
 		return store.Object{}, err
 	}
@@ -215,23 +254,23 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 		if err != nil {
 			return store.Object{}, err
 		}
-		resp, err := s.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(k), "=", cur.ModRev)).
-			Then(clientv3.OpPut(k, string(enc))).
-			Else(clientv3.OpGet(k)).
-			Commit()
+		c, err := s.commit(ctx, "update object", k, clientv3.Compare(clientv3.ModRevision(k), "=", cur.ModRev), clientv3.OpPut(k, string(enc)), enc)
 		if err != nil {
-			return store.Object{}, s.translate("update object", err)
+			return store.Object{}, err
 		}
-		rev := resp.Header.Revision
-		s.observe(rev)
-		if resp.Succeeded {
-			obj, err := object(key, value, cur.CreateRev, rev)
+		if c.resp.Succeeded || c.earlier {
+			var obj store.Object
+			if c.earlier {
+				obj, err = s.stored(key, c.now)
+			} else {
+				obj, err = object(key, value, cur.CreateRev, c.resp.Header.Revision)
+			}
 			if err != nil {
 				return store.Object{}, err
 			}
-			return obj, s.waitPublished(ctx, rev)
+			return obj, s.waitPublished(ctx, obj.ModRev)
 		}
+		resp := c.resp
 		kvs := resp.Responses[0].GetResponseRange().Kvs
 		if len(kvs) == 0 {
 			return store.Object{}, store.ErrNotFound
