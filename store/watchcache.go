@@ -397,6 +397,9 @@ func (c *WatchCache) WatchFunc(ctx context.Context, resource, namespace string, 
 		w.ready = make(chan struct{}, 1)
 	}
 	w.after = afterRev
+	// Rev and ProgressRev report the start until the watcher joins or
+	// reads past it (a 410 while catching up names it).
+	w.afterRev.Store(afterRev)
 	if afterRev < c.db.CompactedRev() {
 		return nil, ErrCompacted
 	}

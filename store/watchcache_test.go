@@ -499,3 +499,30 @@ func TestWatchCache_ReleasesWithoutCommits(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// TestWatchCache_CompactedWhileCatchingUp: a watcher that must read the
+// change log, compacted past its start before it read anything, ends with
+// ErrCompacted and still reports its start (the 410 names it).
+func TestWatchCache_CompactedWhileCatchingUp(t *testing.T) {
+	db := openTest(t, Config{})
+	wc := NewWatchCache(db, WatchCacheConfig{MaxEvents: 2})
+	defer wc.Close()
+	ctx := context.Background()
+	for i := range 10 {
+		mustCreate(t, db, key("ns", fmt.Sprint(i)), "v")
+	}
+	w, err := wc.Watch(ctx, "configmaps", "", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if err := db.Compact(ctx, 8); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Drain(ctx, nil, 10); !errors.Is(err, ErrCompacted) {
+		t.Fatalf("Drain after Compact(8): %v, want ErrCompacted", err)
+	}
+	if got, want := w.Rev(), int64(3); got != want {
+		t.Errorf("Rev() = %d, want %d (the watch's start)", got, want)
+	}
+}
