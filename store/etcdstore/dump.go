@@ -191,3 +191,18 @@ func (s *Store) Advance(ctx context.Context, rev int64, workers int) (int64, err
 	s.observe(resp.Header.Revision)
 	return puts + 1, nil
 }
+
+// DeleteAll deletes every key under the prefix and the scratch key of
+// Advance: what a move into an empty prefix wrote, when it fails.
+func (s *Store) DeleteAll(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	if _, err := s.client.Delete(ctx, s.keys.prefix+"/", clientv3.WithPrefix()); err != nil {
+		return s.translate("delete objects", err)
+	}
+	if _, err := s.client.Delete(ctx, s.keys.prefix+advanceKeySuffix); err != nil {
+		return s.translate("delete objects", err)
+	}
+	return nil
+}
