@@ -447,3 +447,64 @@ func TestMigrate_RoundTrip(t *testing.T) {
 		t.Errorf("update with the resourceVersion from before the move: %d %s, want 409", res.Status, res.Body)
 	}
 }
+
+// TestMigrate_FailureLeavesNoTarget: a move that fails part way leaves
+// the target as it was, empty, so that it can be tried again.
+func TestMigrate_FailureLeavesNoTarget(t *testing.T) {
+	etcdURL := startMigrateEtcd(t)
+	haBinary(t)
+	srcDir := t.TempDir()
+	d := StartDaemon(t, DaemonOptions{DataDir: srcDir})
+	postJSON(t, d, "/api/v1/namespaces", `{"metadata":{"name":"mig-big"}}`)
+	postJSON(t, d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", migrateCRD)
+	crs := "/apis/migrate.edgeapi.test/v1/namespaces/mig-big/widgets"
+	for deadline := time.Now().Add(eventually); rawGet(t, d, crs).Status != http.StatusOK; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("widgets not served after %v", eventually)
+		}
+	}
+	// 2 MB: within what SQLite and the API take, over etcd's request
+	// limit (1.5 MiB).
+	postJSON(t, d, crs, `{"apiVersion":"migrate.edgeapi.test/v1","kind":"Widget","metadata":{"name":"big"},"spec":{"color":"`+strings.Repeat("r", 2<<20)+`"}}`)
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx := context.Background()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: requestTimeout, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	_, stderr, code := runMigrate(t, "--from", "sqlite:"+srcDir, "--to", "etcd:"+etcdURL)
+	if code == 0 || !strings.Contains(stderr, "/registry/widgets.migrate.edgeapi.test/mig-big/big") || !strings.Contains(stderr, "too large") {
+		t.Errorf("migrate of an object too large for etcd: exit %d, stderr %q; want an error naming it", code, stderr)
+	}
+	for _, prefix := range []string{"/registry/", "/registry-migrate"} {
+		resp, err := cli.Get(ctx, prefix, clientv3.WithPrefix(), clientv3.WithCountOnly())
+		if err != nil || resp.Count != 0 {
+			t.Errorf("etcd keys under %s after a failed move: %d (%v), want none", prefix, resp.Count, err)
+		}
+	}
+
+	// An etcd source with a key that is no edgeapi object: refused, and
+	// no database left; with --allow-unmapped the rest moves.
+	if _, err := cli.Put(ctx, "/registry/health", `{"health":"true"}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cli.Put(ctx, "/registry/configmaps/default/kept", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"kept","namespace":"default","uid":"u-kept"}}`); err != nil {
+		t.Fatal(err)
+	}
+	newDir := filepath.Join(t.TempDir(), "data")
+	_, stderr, code = runMigrate(t, "--from", "etcd:"+etcdURL, "--to", "sqlite:"+newDir)
+	if code == 0 || !strings.Contains(stderr, "/registry/health") || !strings.Contains(stderr, "--allow-unmapped") {
+		t.Errorf("migrate of an etcd with a key that is no object: exit %d, stderr %q; want an error naming it", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(newDir, "edgeapi.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("database in the target after a failed move: %v", err)
+	}
+	out := mustMigrate(t, "--from", "etcd:"+etcdURL, "--to", "sqlite:"+newDir, "--allow-unmapped")
+	if n, _ := migrateSummary(t, out); n != 1 || !strings.Contains(out, "left out") || !strings.Contains(out, "/registry/health") {
+		t.Errorf("migrate --allow-unmapped moved %d objects and printed:\n%s\nwant 1 and the key left out", n, out)
+	}
+}
