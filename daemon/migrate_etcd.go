@@ -31,12 +31,38 @@ func openMigrateEtcd(ctx context.Context, o migrateOptions, loc storeLocation) (
 			return nil, fmt.Errorf("migrate: %w", err)
 		}
 	}
-	s, err := etcdstore.New(ctx, etcdstore.Config{Endpoints: loc.endpoints, Prefix: o.etcdPrefix, TLS: tlsCfg})
+	// The etcd client logs each retry of a failed request (etcdstore.New
+	// probes for the compacted revision with reads below it) as a JSON
+	// warning on stderr, and etcdstore.Config takes no logger: at
+	// level error (the client's own knob, unless the user set it) the
+	// summary is all migrate prints.
+	if os.Getenv("ETCD_CLIENT_DEBUG") == "" {
+		os.Setenv("ETCD_CLIENT_DEBUG", "error")
+	}
+	// The client dials in the background and retries its reads until
+	// ctx ends, so an etcd that does not answer would hang migrate: ctx
+	// is cancelled if New has not returned within migrateConnectTimeout.
+	// It is also the client's own context, so it is not cancelled once
+	// New has returned.
+	nctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(migrateConnectTimeout, cancel)
+	s, err := etcdstore.New(nctx, etcdstore.Config{Endpoints: loc.endpoints, Prefix: o.etcdPrefix, TLS: tlsCfg})
+	if !timer.Stop() {
+		if err == nil {
+			s.Close()
+		}
+		return nil, fmt.Errorf("migrate: connect to %s: no answer within %v", loc, migrateConnectTimeout)
+	}
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	return s, nil
 }
+
+// migrateConnectTimeout bounds how long migrate waits for an etcd to
+// answer. A var so tests can shorten it.
+var migrateConnectTimeout = 30 * time.Second
 
 func openMigrateEtcdSource(ctx context.Context, o migrateOptions, loc storeLocation) (migrateSource, error) {
 	return openMigrateEtcd(ctx, o, loc)
