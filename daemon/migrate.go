@@ -205,13 +205,16 @@ func migrate(ctx context.Context, o migrateOptions, from, to storeLocation, out 
 	}
 	defer source.Close()
 
+	start := time.Now()
 	srcRev := source.Rev()
 	if err := target.begin(ctx, srcRev); err != nil {
 		target.abort(ctx)
 		return fmt.Errorf("migrate: %w", err)
 	}
-	start := time.Now()
 	counts, dumpRev, unmapped, err := copyObjects(ctx, source, target)
+	if te := (*store.TransformError)(nil); errors.As(err, &te) && from.kind == "sqlite" {
+		err = fmt.Errorf("%w (--encryption-provider-config names the keys the source's daemon uses)", err)
+	}
 	if err == nil && dumpRev != srcRev {
 		err = fmt.Errorf("the source changed while it was read (revision %d, then %d): stop every server writing to it and run migrate again", srcRev, dumpRev)
 	}

@@ -336,6 +336,12 @@ func TestMigrate_RoundTrip(t *testing.T) {
 		t.Fatalf("stop daemon: %v", err)
 	}
 
+	// Without the encryption config the Secret cannot be read: refused,
+	// with a hint, and nothing left in etcd.
+	if _, stderr, code := runMigrate(t, "--from", "sqlite:"+srcDir, "--to", "etcd:"+etcdURL); code == 0 || !strings.Contains(stderr, "--encryption-provider-config") {
+		t.Errorf("migrate of an encrypted data dir without its config: exit %d, stderr %q; want a refusal naming the flag", code, stderr)
+	}
+
 	// SQLite -> etcd.
 	out := mustMigrate(t, "--from", "sqlite:"+srcDir, "--to", "etcd:"+etcdURL, "--encryption-provider-config", enc)
 	migrated, srcRev := migrateSummary(t, out)
