@@ -46,40 +46,40 @@ type migrateOptions struct {
 	allowUnmapped bool
 }
 
-// storeLocation is one side of a migration, parsed from sqlite:DIR or
+// migrateLocation is one side of a migration, parsed from sqlite:DIR or
 // etcd:URL[,URL...].
-type storeLocation struct {
+type migrateLocation struct {
 	// kind is "sqlite" or "etcd".
 	kind      string
 	dir       string
 	endpoints []string
 }
 
-func (l storeLocation) String() string {
+func (l migrateLocation) String() string {
 	if l.kind == "sqlite" {
 		return "sqlite:" + l.dir
 	}
 	return "etcd:" + strings.Join(l.endpoints, ",")
 }
 
-// parseStoreLocation parses sqlite:DIR or etcd:URL[,URL...].
-func parseStoreLocation(s string) (storeLocation, error) {
+// parseMigrateLocation parses sqlite:DIR or etcd:URL[,URL...].
+func parseMigrateLocation(s string) (migrateLocation, error) {
 	kind, rest, ok := strings.Cut(s, ":")
 	switch {
 	case !ok || rest == "":
 	case kind == "sqlite":
-		return storeLocation{kind: kind, dir: rest}, nil
+		return migrateLocation{kind: kind, dir: rest}, nil
 	case kind == "etcd":
 		var eps []string
 		for ep := range strings.SplitSeq(rest, ",") {
 			if ep == "" {
-				return storeLocation{}, fmt.Errorf("%q: empty etcd URL", s)
+				return migrateLocation{}, fmt.Errorf("%q: empty etcd URL", s)
 			}
 			eps = append(eps, ep)
 		}
-		return storeLocation{kind: kind, endpoints: eps}, nil
+		return migrateLocation{kind: kind, endpoints: eps}, nil
 	}
-	return storeLocation{}, fmt.Errorf("%q is neither sqlite:DIR nor etcd:URL[,URL...]", s)
+	return migrateLocation{}, fmt.Errorf("%q is neither sqlite:DIR nor etcd:URL[,URL...]", s)
 }
 
 // runMigrate is `edgeapi migrate`.
@@ -122,14 +122,14 @@ func runMigrate(ctx context.Context, args []string) error {
 
 // migrateLocations parses --from and --to: one SQLite data dir and one
 // etcd, either way round.
-func migrateLocations(fromFlag, toFlag string) (from, to storeLocation, err error) {
+func migrateLocations(fromFlag, toFlag string) (from, to migrateLocation, err error) {
 	if fromFlag == "" || toFlag == "" {
 		return from, to, errors.New("--from and --to are required")
 	}
-	if from, err = parseStoreLocation(fromFlag); err != nil {
+	if from, err = parseMigrateLocation(fromFlag); err != nil {
 		return from, to, fmt.Errorf("--from: %w", err)
 	}
-	if to, err = parseStoreLocation(toFlag); err != nil {
+	if to, err = parseMigrateLocation(toFlag); err != nil {
 		return from, to, fmt.Errorf("--to: %w", err)
 	}
 	if from.kind == to.kind {
@@ -168,7 +168,7 @@ type migrateTarget interface {
 
 // migrate copies every object from the store at from into the new one at
 // to and prints a summary to out.
-func migrate(ctx context.Context, o migrateOptions, from, to storeLocation, out io.Writer) error {
+func migrate(ctx context.Context, o migrateOptions, from, to migrateLocation, out io.Writer) error {
 	var transformers func(string) store.Transformer
 	if o.encConfig != "" {
 		enc, err := encryption.Load(o.encConfig)
@@ -182,7 +182,7 @@ func migrate(ctx context.Context, o migrateOptions, from, to storeLocation, out 
 	var target migrateTarget
 	var err error
 	if to.kind == "sqlite" {
-		target, err = openSQLiteTarget(to.dir, transformers)
+		target, err = openSQLiteMigrateTarget(to.dir, transformers)
 	} else {
 		target, err = openMigrateEtcdTarget(ctx, o, to)
 	}
@@ -193,7 +193,7 @@ func migrate(ctx context.Context, o migrateOptions, from, to storeLocation, out 
 	var source migrateSource
 	var unlock func()
 	if from.kind == "sqlite" {
-		source, unlock, err = openSQLiteSource(ctx, from.dir, transformers)
+		source, unlock, err = openSQLiteMigrateSource(ctx, from.dir, transformers)
 		if unlock != nil {
 			defer unlock()
 		}
@@ -211,7 +211,7 @@ func migrate(ctx context.Context, o migrateOptions, from, to storeLocation, out 
 		target.abort(ctx)
 		return fmt.Errorf("migrate: %w", err)
 	}
-	counts, dumpRev, unmapped, err := copyObjects(ctx, source, target)
+	counts, dumpRev, unmapped, err := migrateCopy(ctx, source, target)
 	if te := (*store.TransformError)(nil); errors.As(err, &te) && from.kind == "sqlite" {
 		err = fmt.Errorf("%w (--encryption-provider-config names the keys the source's daemon uses)", err)
 	}
@@ -260,11 +260,11 @@ func migrate(ctx context.Context, o migrateOptions, from, to storeLocation, out 
 var errMigrateNoEtcd = errors.New("this edgeapi was built without the etcd backend, which migrate needs: " +
 	"use edgeapi-ha, built with `go build -tags etcd ./daemon`")
 
-// copyObjects dumps source into target, migrateWorkers creates at a time,
+// migrateCopy dumps source into target, migrateWorkers creates at a time,
 // and returns the objects copied per resource and the revision read. An
 // error from the source that only reports keys it left out
 // (migrateUnmapped) is returned as unmapped, not as err.
-func copyObjects(ctx context.Context, source store.Dumper, target migrateTarget) (counts map[string]int, rev int64, unmapped, err error) {
+func migrateCopy(ctx context.Context, source store.Dumper, target migrateTarget) (counts map[string]int, rev int64, unmapped, err error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	objs := make(chan store.Object, migrateWorkers)
@@ -302,17 +302,17 @@ func copyObjects(ctx context.Context, source store.Dumper, target migrateTarget)
 	return counts, rev, unmapped, err
 }
 
-// sqliteTarget loads a new database into a data dir.
-type sqliteTarget struct {
+// sqliteMigrateTarget loads a new database into a data dir.
+type sqliteMigrateTarget struct {
 	dir          string
 	transformers func(string) store.Transformer
 	unlock       func()
 	im           *store.Importer
 }
 
-// openSQLiteTarget takes dir's lock (creating dir if needed) and checks
+// openSQLiteMigrateTarget takes dir's lock (creating dir if needed) and checks
 // that it holds no database.
-func openSQLiteTarget(dir string, transformers func(string) store.Transformer) (*sqliteTarget, error) {
+func openSQLiteMigrateTarget(dir string, transformers func(string) store.Transformer) (*sqliteMigrateTarget, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
@@ -325,10 +325,10 @@ func openSQLiteTarget(dir string, transformers func(string) store.Transformer) (
 		unlock()
 		return nil, fmt.Errorf("migrate: the target data dir %s already holds a database (%s): migrate only into a new data dir", dir, dbFileName)
 	}
-	return &sqliteTarget{dir: dir, transformers: transformers, unlock: unlock}, nil
+	return &sqliteMigrateTarget{dir: dir, transformers: transformers, unlock: unlock}, nil
 }
 
-func (t *sqliteTarget) begin(ctx context.Context, afterRev int64) error {
+func (t *sqliteMigrateTarget) begin(ctx context.Context, afterRev int64) error {
 	im, err := store.NewImporter(ctx, store.Config{
 		Path:         filepath.Join(t.dir, dbFileName),
 		Logger:       zap.NewNop(),
@@ -341,30 +341,30 @@ func (t *sqliteTarget) begin(ctx context.Context, afterRev int64) error {
 	return nil
 }
 
-func (t *sqliteTarget) create(ctx context.Context, obj store.Object) error {
+func (t *sqliteMigrateTarget) create(ctx context.Context, obj store.Object) error {
 	return t.im.Create(ctx, obj)
 }
 
-func (t *sqliteTarget) finish(ctx context.Context) (int64, error) {
+func (t *sqliteMigrateTarget) finish(ctx context.Context) (int64, error) {
 	res, err := t.im.Finish(ctx)
 	t.im = nil
 	return res.Rev, err
 }
 
-func (t *sqliteTarget) abort(context.Context) {
+func (t *sqliteMigrateTarget) abort(context.Context) {
 	if t.im != nil {
 		t.im.Abort()
 		t.im = nil
 	}
 }
 
-func (t *sqliteTarget) summary() string { return "" }
+func (t *sqliteMigrateTarget) summary() string { return "" }
 
-func (t *sqliteTarget) close() { t.unlock() }
+func (t *sqliteMigrateTarget) close() { t.unlock() }
 
-// openSQLiteSource takes dir's lock, refusing a data dir a daemon
+// openSQLiteMigrateSource takes dir's lock, refusing a data dir a daemon
 // serves, and opens its database.
-func openSQLiteSource(ctx context.Context, dir string, transformers func(string) store.Transformer) (migrateSource, func(), error) {
+func openSQLiteMigrateSource(ctx context.Context, dir string, transformers func(string) store.Transformer) (migrateSource, func(), error) {
 	path := filepath.Join(dir, dbFileName)
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fmt.Errorf("migrate: open source: %w", err)

@@ -23,7 +23,7 @@ const migrateEtcdBuilt = true
 
 // openMigrateEtcd opens a store on the etcd at loc with o's prefix and
 // TLS flags.
-func openMigrateEtcd(ctx context.Context, o migrateOptions, loc storeLocation) (*etcdstore.Store, error) {
+func openMigrateEtcd(ctx context.Context, o migrateOptions, loc migrateLocation) (*etcdstore.Store, error) {
 	var tlsCfg *tls.Config
 	if o.etcdCAFile != "" || o.etcdCertFile != "" || o.etcdKeyFile != "" {
 		var err error
@@ -64,7 +64,7 @@ func openMigrateEtcd(ctx context.Context, o migrateOptions, loc storeLocation) (
 // answer. A var so tests can shorten it.
 var migrateConnectTimeout = 30 * time.Second
 
-func openMigrateEtcdSource(ctx context.Context, o migrateOptions, loc storeLocation) (migrateSource, error) {
+func openMigrateEtcdSource(ctx context.Context, o migrateOptions, loc migrateLocation) (migrateSource, error) {
 	return openMigrateEtcd(ctx, o, loc)
 }
 
@@ -75,8 +75,8 @@ func migrateUnmapped(err error) bool {
 	return errors.As(err, &u)
 }
 
-// etcdTarget loads an etcd whose prefix holds no key.
-type etcdTarget struct {
+// etcdMigrateTarget loads an etcd whose prefix holds no key.
+type etcdMigrateTarget struct {
 	s      *etcdstore.Store
 	prefix string
 	// loaded is set once begin has written to etcd, for abort.
@@ -89,7 +89,7 @@ type etcdTarget struct {
 
 // openMigrateEtcdTarget opens the etcd at loc and checks that no key is
 // under the prefix.
-func openMigrateEtcdTarget(ctx context.Context, o migrateOptions, loc storeLocation) (migrateTarget, error) {
+func openMigrateEtcdTarget(ctx context.Context, o migrateOptions, loc migrateLocation) (migrateTarget, error) {
 	s, err := openMigrateEtcd(ctx, o, loc)
 	if err != nil {
 		return nil, err
@@ -103,13 +103,13 @@ func openMigrateEtcdTarget(ctx context.Context, o migrateOptions, loc storeLocat
 		s.Close()
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	return &etcdTarget{s: s, prefix: prefix}, nil
+	return &etcdMigrateTarget{s: s, prefix: prefix}, nil
 }
 
 // begin raises etcd's revision past afterRev (one more for the move
 // itself, as the SQLite target's), so that every object gets a revision
 // above every one the source handed out.
-func (t *etcdTarget) begin(ctx context.Context, afterRev int64) error {
+func (t *etcdMigrateTarget) begin(ctx context.Context, afterRev int64) error {
 	t.loaded = true
 	start := time.Now()
 	n, err := t.s.Advance(ctx, afterRev+1, etcdstore.DefaultAdvanceWorkers)
@@ -117,7 +117,7 @@ func (t *etcdTarget) begin(ctx context.Context, afterRev int64) error {
 	return err
 }
 
-func (t *etcdTarget) create(ctx context.Context, obj store.Object) error {
+func (t *etcdMigrateTarget) create(ctx context.Context, obj store.Object) error {
 	if _, err := t.s.Create(ctx, obj.Key, obj.UID, obj.Value); err != nil {
 		return fmt.Errorf("create %s: %w", store.StoragePath(obj.Key), err)
 	}
@@ -126,7 +126,7 @@ func (t *etcdTarget) create(ctx context.Context, obj store.Object) error {
 
 // finish compacts etcd at its revision: every revision below it, the
 // source's included, is gone.
-func (t *etcdTarget) finish(ctx context.Context) (int64, error) {
+func (t *etcdMigrateTarget) finish(ctx context.Context) (int64, error) {
 	rev := t.s.Rev()
 	if err := t.s.Compact(ctx, rev); err != nil {
 		return 0, fmt.Errorf("compact etcd at %d: %w", rev, err)
@@ -136,7 +136,7 @@ func (t *etcdTarget) finish(ctx context.Context) (int64, error) {
 
 // abort deletes what was loaded: every key under the prefix, which held
 // none before.
-func (t *etcdTarget) abort(ctx context.Context) {
+func (t *etcdMigrateTarget) abort(ctx context.Context) {
 	if !t.loaded {
 		return
 	}
@@ -145,7 +145,7 @@ func (t *etcdTarget) abort(ctx context.Context) {
 	}
 }
 
-func (t *etcdTarget) summary() string {
+func (t *etcdMigrateTarget) summary() string {
 	if t.advanced == 0 {
 		return ""
 	}
@@ -153,4 +153,4 @@ func (t *etcdTarget) summary() string {
 		t.advanced, t.advanceTook.Round(time.Millisecond), float64(t.advanced)/t.advanceTook.Seconds())
 }
 
-func (t *etcdTarget) close() { t.s.Close() }
+func (t *etcdMigrateTarget) close() { t.s.Close() }

@@ -11,11 +11,11 @@ import "context"
 // migrateEtcdBuilt reports whether this binary has the etcd backend.
 const migrateEtcdBuilt = false
 
-func openMigrateEtcdSource(context.Context, migrateOptions, storeLocation) (migrateSource, error) {
+func openMigrateEtcdSource(context.Context, migrateOptions, migrateLocation) (migrateSource, error) {
 	return nil, errMigrateNoEtcd
 }
 
-func openMigrateEtcdTarget(context.Context, migrateOptions, storeLocation) (migrateTarget, error) {
+func openMigrateEtcdTarget(context.Context, migrateOptions, migrateLocation) (migrateTarget, error) {
 	return nil, errMigrateNoEtcd
 }
 

@@ -7,16 +7,16 @@ import (
 	"testing"
 )
 
-func TestParseStoreLocation(t *testing.T) {
+func TestParseMigrateLocation(t *testing.T) {
 	tests := []struct {
 		in      string
-		want    storeLocation
+		want    migrateLocation
 		wantErr bool
 	}{
-		{in: "sqlite:/var/lib/edgeapi", want: storeLocation{kind: "sqlite", dir: "/var/lib/edgeapi"}},
-		{in: "sqlite:rel/dir", want: storeLocation{kind: "sqlite", dir: "rel/dir"}},
-		{in: "etcd:http://127.0.0.1:2379", want: storeLocation{kind: "etcd", endpoints: []string{"http://127.0.0.1:2379"}}},
-		{in: "etcd:https://a:2379,https://b:2379", want: storeLocation{kind: "etcd", endpoints: []string{"https://a:2379", "https://b:2379"}}},
+		{in: "sqlite:/var/lib/edgeapi", want: migrateLocation{kind: "sqlite", dir: "/var/lib/edgeapi"}},
+		{in: "sqlite:rel/dir", want: migrateLocation{kind: "sqlite", dir: "rel/dir"}},
+		{in: "etcd:http://127.0.0.1:2379", want: migrateLocation{kind: "etcd", endpoints: []string{"http://127.0.0.1:2379"}}},
+		{in: "etcd:https://a:2379,https://b:2379", want: migrateLocation{kind: "etcd", endpoints: []string{"https://a:2379", "https://b:2379"}}},
 		{in: "etcd:https://a:2379,", wantErr: true},
 		{in: "sqlite:", wantErr: true},
 		{in: "/var/lib/edgeapi", wantErr: true},
@@ -24,16 +24,16 @@ func TestParseStoreLocation(t *testing.T) {
 		{in: "", wantErr: true},
 	}
 	for _, tt := range tests {
-		got, err := parseStoreLocation(tt.in)
+		got, err := parseMigrateLocation(tt.in)
 		if (err != nil) != tt.wantErr {
-			t.Errorf("parseStoreLocation(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			t.Errorf("parseMigrateLocation(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
 			continue
 		}
 		if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("parseStoreLocation(%q) = %+v, want %+v", tt.in, got, tt.want)
+			t.Errorf("parseMigrateLocation(%q) = %+v, want %+v", tt.in, got, tt.want)
 		}
 		if !tt.wantErr && got.String() != tt.in {
-			t.Errorf("parseStoreLocation(%q).String() = %q", tt.in, got.String())
+			t.Errorf("parseMigrateLocation(%q).String() = %q", tt.in, got.String())
 		}
 	}
 }
