@@ -28,6 +28,7 @@ var commands = []command{
 	{"restore", "replace the database with a backup, above every revision handed out (offline)", runRestore},
 	{"compact", "compact the change log to the newest revisions (offline)", runCompact},
 	{"defrag", "rebuild the database file so that it holds only the pages in use (offline)", runDefrag},
+	{"migrate", "copy every object between a SQLite data dir and etcd, as a new store (offline; etcd build)", runMigrate},
 	{"version", "print version information", runVersion},
 }
 
