@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,8 +15,10 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	"github.com/edgeapi/edgeapi/encryption"
+	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
 )
 
@@ -44,6 +47,13 @@ type migrateOptions struct {
 	// allowUnmapped copies an etcd source whose prefix holds keys edgeapi
 	// cannot read, leaving them out (listed) instead of failing.
 	allowUnmapped bool
+
+	// transformers are encConfig's, for either side (set by migrate).
+	transformers func(resource string) store.Transformer
+	// kinds names the apiVersion and kind of each storage resource, which
+	// an etcd target stores its values with (set by migrate, from the
+	// source's CRDs and the built-in kinds).
+	kinds func() *registry.Registry
 }
 
 // migrateLocation is one side of a migration, parsed from sqlite:DIR or
@@ -177,6 +187,9 @@ func migrate(ctx context.Context, o migrateOptions, from, to migrateLocation, ou
 		}
 		transformers = enc.Transformers()
 	}
+	o.transformers = transformers
+	var kinds *registry.Registry
+	o.kinds = func() *registry.Registry { return kinds }
 	// The target first: a target that is not empty stops the move
 	// before anything is read.
 	var target migrateTarget
@@ -204,6 +217,11 @@ func migrate(ctx context.Context, o migrateOptions, from, to migrateLocation, ou
 		return err
 	}
 	defer source.Close()
+	if s, ok := source.(store.Store); ok {
+		if kinds, err = migrateKinds(ctx, s); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+	}
 
 	start := time.Now()
 	srcRev := source.Rev()
@@ -249,10 +267,34 @@ func migrate(ctx context.Context, o migrateOptions, from, to migrateLocation, ou
 	if unmapped != nil {
 		fmt.Fprintf(out, "left out: %v\n", unmapped)
 	}
-	if to.kind == "etcd" && o.encConfig != "" {
-		fmt.Fprintf(out, "note: etcd holds the values unencrypted (edgeapi's etcd backend has no encryption at rest yet)\n")
-	}
 	return nil
+}
+
+// migrateKinds returns the kinds src holds: the built-in ones and the
+// custom resources of its stored CRDs, whose storage versions name the
+// apiVersion and kind etcd values are stored with (as kube-apiserver
+// reads them). A CRD that does not yield kinds is left out: its
+// resources' values are then stored as they are.
+func migrateKinds(ctx context.Context, src store.Store) (*registry.Registry, error) {
+	reg := registry.Builtin()
+	res, err := src.List(ctx, store.ListOptions{Resource: "customresourcedefinitions.apiextensions.k8s.io"})
+	if err != nil {
+		return nil, fmt.Errorf("list custom resource definitions: %w", err)
+	}
+	for _, o := range res.Objects {
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := json.Unmarshal(o.Value, &crd); err != nil {
+			continue
+		}
+		kinds, err := registry.CustomResourceKinds(&crd)
+		if err != nil {
+			continue
+		}
+		for _, k := range kinds {
+			reg.Add(k)
+		}
+	}
+	return reg, nil
 }
 
 // errMigrateNoEtcd is migrate's error in a binary built without the etcd

@@ -46,7 +46,11 @@ func openMigrateEtcd(ctx context.Context, o migrateOptions, loc migrateLocation)
 	// New has returned.
 	nctx, cancel := context.WithCancel(ctx)
 	timer := time.AfterFunc(migrateConnectTimeout, cancel)
-	s, err := etcdstore.New(nctx, etcdstore.Config{Endpoints: loc.endpoints, Prefix: o.etcdPrefix, TLS: tlsCfg})
+	cfg := etcdstore.Config{Endpoints: loc.endpoints, Prefix: o.etcdPrefix, TLS: tlsCfg, Transformers: o.transformers}
+	if o.kinds != nil {
+		cfg.TypeMeta = storageTypeMeta(o.kinds)
+	}
+	s, err := etcdstore.New(nctx, cfg)
 	if !timer.Stop() {
 		if err == nil {
 			s.Close()

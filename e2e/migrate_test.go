@@ -348,9 +348,6 @@ func TestMigrate_RoundTrip(t *testing.T) {
 	if srcRev < mustRV(t, listRV) {
 		t.Errorf("source revision %d below the last list's %s", srcRev, listRV)
 	}
-	if !strings.Contains(out, "unencrypted") {
-		t.Errorf("migrate to etcd with an encryption config did not say etcd holds values unencrypted:\n%s", out)
-	}
 
 	ctx := context.Background()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{etcdURL}, DialTimeout: requestTimeout, Logger: zap.NewNop()})
@@ -375,13 +372,30 @@ func TestMigrate_RoundTrip(t *testing.T) {
 			continue
 		}
 		kv := resp.Kvs[0]
+		if kv.ModRevision <= srcRev {
+			t.Errorf("etcd %s at revision %d, not above the source's %d", o.etcdKey, kv.ModRevision, srcRev)
+		}
+		if bytes.HasPrefix(kv.Value, []byte("k8s:enc:")) {
+			// Encrypted as the daemon on etcd would (the Secret).
+			if inClear(kv.Value, marker) {
+				t.Errorf("etcd %s holds the secret in the clear", o.etcdKey)
+			}
+			continue
+		}
 		got := decodeObject(t, kv.Value)
 		if meta(got, "uid") != meta(o.obj, "uid") {
 			t.Errorf("etcd %s uid = %q, want %q", o.etcdKey, meta(got, "uid"), meta(o.obj, "uid"))
 		}
-		if kv.ModRevision <= srcRev {
-			t.Errorf("etcd %s at revision %d, not above the source's %d", o.etcdKey, kv.ModRevision, srcRev)
+		// As kube-apiserver's storage reads JSON values: apiVersion and
+		// kind of the storage version.
+		if got["apiVersion"] != o.obj["apiVersion"] || got["kind"] != o.obj["kind"] {
+			t.Errorf("etcd %s stored as %v %v, want %v %v", o.etcdKey, got["apiVersion"], got["kind"], o.obj["apiVersion"], o.obj["kind"])
 		}
+	}
+	if all, err := cli.Get(ctx, "/registry/secrets/", clientv3.WithPrefix()); err != nil || len(all.Kvs) == 0 {
+		t.Errorf("no Secret in etcd: %v", err)
+	} else if inClear(all.Kvs[0].Value, marker) {
+		t.Errorf("the Secret is in the clear in etcd, with an encryption config given")
 	}
 	if resp, err := cli.Get(ctx, "/registry/configmaps/mig-a/c3"); err != nil || len(resp.Kvs) != 0 {
 		t.Errorf("deleted ConfigMap in etcd: %v %v", resp, err)

@@ -4,6 +4,7 @@ package etcdstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -93,7 +94,12 @@ func (s *Store) Dump(ctx context.Context, fn func(store.Object) error) (int64, e
 				unmapped.add(etcdKey, "not in edgeapi's key layout")
 				continue
 			}
-			obj, err := object(key, kv)
+			obj, err := s.stored(key, kv)
+			var te *store.TransformError
+			if errors.As(err, &te) {
+				unmapped.add(etcdKey, "value cannot be read: "+te.Err.Error())
+				continue
+			}
 			if err != nil {
 				unmapped.add(etcdKey, "value is not a JSON object with metadata")
 				continue
