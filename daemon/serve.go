@@ -305,6 +305,15 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 	// As kube-apiserver's crd-informer-synced hook: not ready until the
 	// custom resources of every stored CRD are served.
 	d.api.AddReadyCheck("poststarthook/crd-informer-synced", d.ctrl.CRDsServed)
+	if p, ok := d.db.(store.Prober); ok && cfg.StorageBackend == backendEtcd3 {
+		// As kube-apiserver's etcd check: /readyz and /healthz fail
+		// while etcd does not answer a quorum read.
+		d.api.AddReadyCheck("etcd", func() bool {
+			ctx, cancel := context.WithTimeout(context.Background(), etcdReadyTimeout)
+			defer cancel()
+			return p.Alive(ctx) == nil
+		})
+	}
 	if d.auth.rbac != nil {
 		// As kube-apiserver's rbac/bootstrap-roles hook; and until the
 		// RBAC index holds the stored bindings, users would be refused.

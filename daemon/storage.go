@@ -28,6 +28,9 @@ const (
 	DefaultStorageBackend = backendSQLite
 	// DefaultEtcdPrefix is kube-apiserver's --etcd-prefix.
 	DefaultEtcdPrefix = "/registry"
+	// etcdReadyTimeout bounds the readiness check's read of etcd
+	// (kube-apiserver's --etcd-healthcheck-timeout default).
+	etcdReadyTimeout = 2 * time.Second
 )
 
 // backend is the store the daemon serves from. Beyond store.Store it

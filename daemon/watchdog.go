@@ -100,8 +100,12 @@ func (d *daemon) startWatchdog() (stop func()) {
 		return func() {}
 	}
 	var probes []livenessProbe
-	if p, ok := d.db.(store.Prober); ok {
-		probes = append(probes, livenessProbe{name: "store", check: p.Alive})
+	// The SQLite writer is this process's own: stuck, a restart is the
+	// cure. etcd is not: as kube-apiserver left etcd out of /livez, an
+	// etcd outage shows in /readyz (the etcd check) and does not restart
+	// the daemon.
+	if p, ok := d.db.(store.Prober); ok && d.cfg.StorageBackend == backendSQLite {
+		probes = append(probes, livenessProbe{name: "store writer", check: p.Alive})
 	}
 	probes = append(probes, livenessProbe{name: "http server", check: d.probeHTTP()})
 	w := &watchdog{

@@ -193,3 +193,42 @@ func startKubeRefOn(t *testing.T, refBin, etcdURL string) string {
 	t.Fatalf("kube-ref-start did not become ready: %s", stderr.String())
 	return ""
 }
+
+// TestEtcd_ReadyzFollowsEtcd: with etcd gone, /readyz fails its etcd
+// check, as kube-apiserver's does, while /livez stays 200, so that
+// neither a kubelet-style probe nor the systemd watchdog restarts the
+// daemon for an outage a restart cannot cure.
+func TestEtcd_ReadyzFollowsEtcd(t *testing.T) {
+	if !onEtcd() {
+		t.Skip("about the etcd backend: runs with EDGEAPI_E2E_BACKEND=etcd")
+	}
+	e, err := startEtcd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.stop()
+	d := StartDaemon(t, DaemonOptions{Args: []string{"--etcd-servers", e.URL}})
+	res := rawGet(t, d, "/readyz?verbose")
+	if res.Status != 200 || !strings.Contains(string(res.Body), "[+]etcd ok") {
+		t.Fatalf("/readyz with etcd up: %d %s", res.Status, res.Body)
+	}
+	_ = e.cmd.Process.Kill()
+	_ = e.cmd.Wait()
+	deadline := time.Now().Add(eventually)
+	for {
+		res = rawGet(t, d, "/readyz?verbose")
+		if res.Status != 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz still 200 with etcd killed: %s", res.Body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(string(res.Body), "[-]etcd failed") {
+		t.Errorf("/readyz with etcd down: %d %s, want the etcd check failed", res.Status, res.Body)
+	}
+	if live := rawGet(t, d, "/livez"); live.Status != 200 {
+		t.Errorf("/livez with etcd down: %d %s, want 200", live.Status, live.Body)
+	}
+}
