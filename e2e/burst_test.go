@@ -58,7 +58,7 @@ type burstOutcome struct {
 func TestBurst_AnswerOr429(t *testing.T) {
 	raiseFileLimit(t, 3*burstClients+1000)
 	d := StartDaemon(t)
-	bindBurstUser(t, d.Clientset())
+	bindBurstUser(t, d)
 	createNamespace(t, d.Clientset(), "burst")
 	value := strings.Repeat("v", burstValueBytes)
 	for i := range burstObjects {

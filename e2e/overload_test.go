@@ -26,15 +26,28 @@ import (
 const burstUser = "burst"
 
 // bindBurstUser makes burstUser a cluster admin.
-func bindBurstUser(t *testing.T, cs kubernetes.Interface) {
+func bindBurstUser(t *testing.T, d *Daemon) {
 	t.Helper()
-	_, err := cs.RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
+	_, err := d.Clientset().RbacV1().ClusterRoleBindings().Create(context.Background(), &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: burstUser},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
 		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: burstUser}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create cluster role binding: %v", err)
+	}
+	// The RBAC index follows the store's watch, as kube-apiserver's
+	// follows its informers: wait until it authorizes the user.
+	deadline := time.Now().Add(eventually)
+	for {
+		code, _, body := burstRequest(t, d, http.MethodGet, "/api/v1/namespaces/default/configmaps?limit=1", "", true)
+		if code != http.StatusForbidden {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("user %s still forbidden after its binding: %s", burstUser, body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -131,7 +144,7 @@ func (c *count429) RoundTrip(r *http.Request) (*http.Response, error) {
 // 429 retries by itself and succeeds once the slot is free.
 func TestMaxInflight_TooManyRequests(t *testing.T) {
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--max-requests-inflight", "2", "--max-mutating-requests-inflight", "1"}})
-	bindBurstUser(t, d.Clientset())
+	bindBurstUser(t, d)
 
 	// The slow create takes the slot once its head is read; a probe that
 	// is served at that moment makes the slow create itself get the 429,
@@ -218,7 +231,7 @@ func TestMaxInflight_TooManyRequests(t *testing.T) {
 // connection.
 func TestMaxInflight_Burst(t *testing.T) {
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--max-requests-inflight", "2", "--max-mutating-requests-inflight", "1"}})
-	bindBurstUser(t, d.Clientset())
+	bindBurstUser(t, d)
 	const clients, perClient = 24, 20
 	var (
 		mu    sync.Mutex
@@ -281,7 +294,7 @@ func openWatch(t *testing.T, d *Daemon, user string) *http.Response {
 func TestMaxWatches_TooManyRequests(t *testing.T) {
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--max-watches", "3", "--max-watches-per-user", "2"}})
 	cs := d.Clientset()
-	bindBurstUser(t, cs)
+	bindBurstUser(t, d)
 	check := func(resp *http.Response, wantMessage string) {
 		t.Helper()
 		if resp.StatusCode != http.StatusTooManyRequests {
