@@ -171,6 +171,7 @@ const (
 	keyOther keyKind = iota
 	keyMetadata
 	keyResourceVersion
+	keyUID
 )
 
 // scanner is a minimal JSON tokenizer over one value: enough to find
@@ -226,6 +227,8 @@ func (s *scanner) key() (keyKind, bool) {
 		return keyMetadata, true
 	case "resourceVersion":
 		return keyResourceVersion, true
+	case "uid":
+		return keyUID, true
 	}
 	return keyOther, true
 }

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -432,50 +431,13 @@ func object(key store.Key, value []byte, createRev, modRev int64) (store.Object,
 	}
 	return store.Object{
 		Key:       key,
-		UID:       uidOf(value),
+		UID:       store.MetadataUID(value),
 		CreateRev: createRev,
 		ModRev:    modRev,
 		Value:     v,
 	}, nil
 }
 
-// uidOf returns metadata.uid of a JSON object, or "" when it has none. It
-// reads tokens only up to the uid: in Kubernetes objects metadata comes
-// early, so the rest of the value (spec, data) is not scanned.
-func uidOf(value []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(value))
-	if !findMember(dec, "metadata") || !findMember(dec, "uid") {
-		return ""
-	}
-	var uid string
-	if dec.Decode(&uid) != nil {
-		return ""
-	}
-	return uid
-}
-
-// findMember reads an object's '{' from dec and its members up to the one
-// named name, whose value is next. It returns false at the object's end
-// or on anything that is not an object.
-func findMember(dec *json.Decoder, name string) bool {
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return false
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return false
-		}
-		if tok == name {
-			return true
-		}
-		var skip json.RawMessage
-		if dec.Decode(&skip) != nil {
-			return false
-		}
-	}
-	return false
-}
 
 // Alive implements store.Prober: a linearizable count-only read of the
 // prefix, which etcd answers only with a quorum.

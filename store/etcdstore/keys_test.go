@@ -80,19 +80,3 @@ func TestKeyer_Parse(t *testing.T) {
 		}
 	}
 }
-
-func TestUIDOf(t *testing.T) {
-	tests := []struct{ value, want string }{
-		{`{"kind":"ConfigMap","metadata":{"name":"a","uid":"u1"},"data":{"uid":"no"}}`, "u1"},
-		{`{"data":{"metadata":{"uid":"nested"}},"metadata":{"uid":"top"}}`, "top"},
-		{`{"metadata":{"name":"a"}}`, ""},
-		{`{"metadata":{"uid":7}}`, ""},
-		{`[]`, ""},
-		{`not json`, ""},
-	}
-	for _, tt := range tests {
-		if got := uidOf([]byte(tt.value)); got != tt.want {
-			t.Errorf("uidOf(%s) = %q, want %q", tt.value, got, tt.want)
-		}
-	}
-}

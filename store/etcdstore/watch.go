@@ -183,7 +183,7 @@ func (s *Store) events(evs []*clientv3.Event, keysOnly bool) []store.Event {
 			if err != nil {
 				continue // not an object this store can read
 			}
-			e.Object = store.Object{Key: key, UID: uidOf(v), CreateRev: kv.CreateRevision, ModRev: kv.ModRevision}
+			e.Object = store.Object{Key: key, UID: store.MetadataUID(v), CreateRev: kv.CreateRevision, ModRev: kv.ModRevision}
 			out = append(out, e)
 			continue
 		}
