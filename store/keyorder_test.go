@@ -90,6 +90,9 @@ func listPages(t *testing.T, db *DB, opts ListOptions, limit int) []string {
 	var pages [][]string
 	opts.Limit = limit
 	for {
+		if len(pages) > 100 {
+			t.Fatalf("List(%+v) in pages of %d: more than 100 pages", opts, limit)
+		}
 		res, err := db.List(context.Background(), opts)
 		if err != nil {
 			t.Fatalf("List(%+v) error = %v", opts, err)
