@@ -236,6 +236,12 @@ func TestOpen_migratesKeyOrder(t *testing.T) {
 		t.Fatalf("old-format rows = %v, want %v", old, wantOld)
 	}
 
+	// Check reads the old format as it is (a restore checks a backup
+	// before the daemon migrates it).
+	if r, err := Check(ctx, Config{Path: path}); err != nil || !r.OK() {
+		t.Errorf("Check() of the version 4 database = %v, %v; want no findings", r, err)
+	}
+
 	db = openTestPath(t, path)
 	var version int
 	if err := db.writeConn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
