@@ -22,8 +22,8 @@ var migrations = []migration{
 		// objects holds the current state: one row per live object. The
 		// primary key's index serves Get (full key), namespaced List (prefix
 		// resource, namespace) and cluster-wide List (prefix resource), all in
-		// key order. From schema version 6 on, a namespaced object's namespace is
-		// stored as namespace+"/" (see keyorder.go).
+		// key order: from schema version 5 on, a namespaced object's
+		// namespace is stored as namespace+"/" (see keyorder.go).
 		name: "create table objects",
 		sql: `CREATE TABLE IF NOT EXISTS objects (
 	resource   TEXT    NOT NULL,
