@@ -50,6 +50,7 @@ func pastStates(ctx context.Context, tx *sql.Tx, resource, namespace, afterNS, a
 		if err := rows.Scan(&typ, &obj.Key.Namespace, &obj.Key.Name, &obj.UID, &obj.CreateRev, &obj.ModRev, &prev); err != nil {
 			return nil, translate("read change log", err)
 		}
+		obj.Key.Namespace = plainNamespace(obj.Key.Namespace)
 		if typ == Added || (namespace != "" && obj.Key.Namespace != namespace) || !keyLess(after, obj.Key) {
 			continue
 		}
@@ -61,8 +62,9 @@ func pastStates(ctx context.Context, tx *sql.Tx, resource, namespace, afterNS, a
 	if err := rows.Err(); err != nil {
 		return nil, translate("read change log", err)
 	}
-	// SQLite sorts with memcmp (BINARY collation), as Go compares strings;
-	// keep the order explicit all the same, since mergeList relies on it.
+	// SQLite sorts the stored namespace+"/" with memcmp (BINARY
+	// collation), which keyLess matches; keep the order explicit all the
+	// same, since mergeList relies on it.
 	if !slices.IsSortedFunc(out, func(a, b Object) int { return compareKeys(a.Key, b.Key) }) {
 		slices.SortFunc(out, func(a, b Object) int { return compareKeys(a.Key, b.Key) })
 	}
@@ -135,6 +137,7 @@ func (db *DB) changes(ctx context.Context, afterRev int64, limit int, query stri
 				&o.UID, &o.CreateRev, &o.Value, &ev.PrevValue); err != nil {
 				return translate("read change log", err)
 			}
+			o.Key.Namespace = plainNamespace(o.Key.Namespace)
 			if o.Value, err = db.decodeInList(o.Key, o.Value); err != nil {
 				return err
 			}

@@ -106,8 +106,9 @@ func check(ctx context.Context, cfg Config, opaqueEncrypted bool) (*CheckReport,
 	if err := conn.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return nil, fmt.Errorf("read schema version: %w", err)
 	}
-	if version != len(migrations) {
-		return nil, fmt.Errorf("read schema version: database is at version %d, this binary checks version %d", version, len(migrations))
+	if version < checkMinVersion || version > len(migrations) {
+		return nil, fmt.Errorf("read schema version: database is at version %d, this binary checks versions %d to %d",
+			version, checkMinVersion, len(migrations))
 	}
 
 	r := &CheckReport{}
@@ -117,7 +118,7 @@ func check(ctx context.Context, cfg Config, opaqueEncrypted bool) (*CheckReport,
 		r.addf("sqlite integrity_check: %v", err)
 		return r, nil
 	}
-	dec := &checker{DB: &DB{cfg: cfg}, checkOpaque: opaqueEncrypted} // decode needs only cfg.Transformers
+	dec := &checker{DB: &DB{cfg: cfg}, checkOpaque: opaqueEncrypted, version: version} // decode needs only cfg.Transformers
 	if err := dec.checkRevisions(ctx, conn, r); err != nil {
 		return r, err
 	}
@@ -135,7 +136,22 @@ type checker struct {
 	*DB
 	// checkOpaque takes encrypted values as they are (CheckWithoutKeys).
 	checkOpaque bool
+	// version is the database's schema version.
+	version int
 }
+
+// checkMinVersion is the oldest schema version Check reads: a backup or
+// a stopped daemon's database from before the namespace migration
+// (versions 5 and 6, see keyorder.go) checks as it is, and Open migrates
+// it.
+const checkMinVersion = 4
+
+// Schema versions from which a table's namespace column holds
+// namespace+"/" (migrations 5 and 6).
+const (
+	slashObjectsVersion   = 5
+	slashChangeLogVersion = 6
+)
 
 // checkIntegrity runs SQLite's integrity check.
 func checkIntegrity(ctx context.Context, conn *sql.Conn, r *CheckReport) error {
@@ -234,7 +250,10 @@ FROM objects o LEFT JOIN changelog c ON c.rev = o.mod_rev`)
 			return fmt.Errorf("read objects: %w", err)
 		}
 		r.Objects++
+		storedNS := k.Namespace
+		k.Namespace = plainNamespace(storedNS)
 		path := StoragePath(k)
+		checkStoredNamespace(r, "object "+path, storedNS, db.version >= slashObjectsVersion)
 		if createRev <= 0 || createRev > modRev {
 			r.addf("object %s: create revision %d is not in 1..mod revision %d", path, createRev, modRev)
 		}
@@ -246,9 +265,9 @@ FROM objects o LEFT JOIN changelog c ON c.rev = o.mod_rev`)
 			if modRev > m.scheduled {
 				r.addf("object %s: no change-log row for its revision %d, which is above the compaction revision %d", path, modRev, m.scheduled)
 			}
-		case cRes.String != k.Resource || cNS.String != k.Namespace || cName.String != k.Name:
+		case cRes.String != k.Resource || plainNamespace(cNS.String) != k.Namespace || cName.String != k.Name:
 			r.addf("object %s: the change-log row of its revision %d is for another object, %s", path, modRev,
-				StoragePath(Key{Resource: cRes.String, Namespace: cNS.String, Name: cName.String}))
+				StoragePath(Key{Resource: cRes.String, Namespace: plainNamespace(cNS.String), Name: cName.String}))
 		case EventType(cType.Int64) == Deleted:
 			r.addf("object %s: the change-log row of its revision %d is a delete", path, modRev)
 		}
@@ -280,7 +299,10 @@ FROM changelog ORDER BY rev`)
 			return fmt.Errorf("read change log: %w", err)
 		}
 		r.ChangeLogRows++
+		storedNS := k.Namespace
+		k.Namespace = plainNamespace(storedNS)
 		what := fmt.Sprintf("change-log row %d (%s %s)", rev, EventType(typ), StoragePath(k))
+		checkStoredNamespace(r, what, storedNS, db.version >= slashChangeLogVersion)
 		if rev <= 0 || rev > m.rev {
 			r.addf("%s: revision is not in 1..current revision %d", what, m.rev)
 		}
@@ -299,6 +321,21 @@ FROM changelog ORDER BY rev`)
 		return fmt.Errorf("read change log: %w", err)
 	}
 	return nil
+}
+
+// checkStoredNamespace reports a stored namespace column that is not ""
+// (cluster scope) or, when slash, a namespace followed by a '/' (see
+// keyorder.go), or when not, a namespace without one (the schema before
+// version 5): such a row would sort out of key order and be found by no
+// Get.
+func checkStoredNamespace(r *CheckReport, what, stored string, slash bool) {
+	switch {
+	case stored == "":
+	case slash && (!strings.HasSuffix(stored, "/") || stored == "/"):
+		r.addf("%s: stored namespace %q is not a namespace followed by /", what, stored)
+	case !slash && strings.HasSuffix(stored, "/"):
+		r.addf("%s: stored namespace %q ends in / before schema version %d", what, stored, slashObjectsVersion)
+	}
 }
 
 // checkStoredValue reports a stored value that does not decode, or whose

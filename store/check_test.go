@@ -109,6 +109,17 @@ func TestCheck(t *testing.T) {
 			want:  "(DELETED /registry/configmaps/ns/c): value's resourceVersion is 9",
 		},
 		{
+			// As the schema before version 5 stored it: out of key order.
+			name:  "namespace stored without its slash",
+			stmts: []string{"UPDATE objects SET namespace = 'ns' WHERE name = 'd'"},
+			want:  `object /registry/configmaps/ns/d: stored namespace "ns" is not a namespace followed by /`,
+		},
+		{
+			name:  "change-log namespace stored without its slash",
+			stmts: []string{"UPDATE changelog SET namespace = 'ns' WHERE type = 3"},
+			want:  `(DELETED /registry/configmaps/ns/c): stored namespace "ns" is not a namespace followed by /`,
+		},
+		{
 			name:  "finished compaction above scheduled",
 			stmts: []string{"UPDATE meta SET value = value + 1 WHERE key = 'finished_compact_rev'"},
 			want:  "compaction marker: finished compaction revision",

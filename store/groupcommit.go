@@ -354,6 +354,7 @@ func isNoTransaction(err error) bool {
 // transaction must be rolled back.
 func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event, werr, fatal error) {
 	k := &r.key
+	ns := sqlNamespace(k.Namespace) // the stored form, see keyorder.go
 	switch r.op {
 	case opCreate:
 		if db.noSpace.Load() {
@@ -367,7 +368,7 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		if err != nil {
 			return ev, nil, err
 		}
-		res, err := db.stmts.insertObject.ExecContext(ctx, k.Resource, k.Namespace, k.Name, r.uid, rev, rev, stored)
+		res, err := db.stmts.insertObject.ExecContext(ctx, k.Resource, ns, k.Name, r.uid, rev, rev, stored)
 		if err != nil {
 			return ev, nil, translate("create object", err)
 		}
@@ -376,7 +377,7 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		} else if n == 0 {
 			return ev, ErrExists, nil
 		}
-		if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Added), k.Resource, k.Namespace, k.Name,
+		if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Added), k.Resource, ns, k.Name,
 			r.uid, rev, int64(0), stored, nil); err != nil {
 			return ev, nil, translate("write change log", err)
 		}
@@ -384,7 +385,7 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 
 	case opUpdate, opDelete:
 		var cur Object
-		err := db.stmts.selectObject.QueryRowContext(ctx, k.Resource, k.Namespace, k.Name).
+		err := db.stmts.selectObject.QueryRowContext(ctx, k.Resource, ns, k.Name).
 			Scan(&cur.UID, &cur.CreateRev, &cur.ModRev, &cur.Value)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ev, ErrNotFound, nil
@@ -415,10 +416,10 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 			if err != nil {
 				return ev, nil, err
 			}
-			if _, err := db.stmts.updateObject.ExecContext(ctx, rev, stored, k.Resource, k.Namespace, k.Name); err != nil {
+			if _, err := db.stmts.updateObject.ExecContext(ctx, rev, stored, k.Resource, ns, k.Name); err != nil {
 				return ev, nil, translate("update object", err)
 			}
-			if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Modified), k.Resource, k.Namespace, k.Name,
+			if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Modified), k.Resource, ns, k.Name,
 				cur.UID, cur.CreateRev, cur.ModRev, stored, prevStored); err != nil {
 				return ev, nil, translate("write change log", err)
 			}
@@ -436,10 +437,10 @@ func (db *DB) applyWrite(ctx context.Context, r *writeReq, rev int64) (ev Event,
 		if err != nil {
 			return ev, nil, err
 		}
-		if _, err := db.stmts.deleteObject.ExecContext(ctx, k.Resource, k.Namespace, k.Name); err != nil {
+		if _, err := db.stmts.deleteObject.ExecContext(ctx, k.Resource, ns, k.Name); err != nil {
 			return ev, nil, translate("delete object", err)
 		}
-		if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Deleted), k.Resource, k.Namespace, k.Name,
+		if _, err := db.stmts.insertChange.ExecContext(ctx, rev, int64(Deleted), k.Resource, ns, k.Name,
 			cur.UID, cur.CreateRev, cur.ModRev, stored, prevStored); err != nil {
 			return ev, nil, translate("write change log", err)
 		}

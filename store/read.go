@@ -24,7 +24,8 @@ const sqlReadRevs = `SELECT
 	COALESCE((SELECT value FROM meta WHERE key = ?), 0)`
 
 // List queries: objects of one resource after a position, at or below a
-// revision, in key order. LIMIT -1 is no limit. Namespace, name and uid
+// revision, in key order (the stored namespace+"/" sorts as etcd keys, see
+// keyorder.go). LIMIT -1 is no limit. Namespace, name and uid
 // come packed in one NUL-separated text column: the driver allocates per
 // column, and this cuts a 10,000-object list's allocations by a third.
 // Keys never hold a NUL (Create rejects them); a uid may, being last.
@@ -73,7 +74,7 @@ func (db *DB) getStored(ctx context.Context, key Key, gen uint64) (Object, error
 		return Object{}, err
 	}
 	obj := Object{Key: key}
-	err := db.getStmt.QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).
+	err := db.getStmt.QueryRowContext(ctx, key.Resource, sqlNamespace(key.Namespace), key.Name).
 		Scan(&obj.UID, &obj.CreateRev, &obj.ModRev, &obj.Value)
 	db.readers.leave()
 	if errors.Is(err, sql.ErrNoRows) {
@@ -92,7 +93,7 @@ func (db *DB) getStored(ctx context.Context, key Key, gen uint64) (Object, error
 }
 
 // List returns the objects of opts.Resource (in opts.Namespace if set) in
-// (namespace, name) order, from one read transaction: ListResult.Rev is the
+// etcd key order (see keyorder.go), from one read transaction: ListResult.Rev is the
 // revision the objects were read at.
 //
 // opts.Rev zero or the current revision reads the current state. An older
@@ -137,9 +138,9 @@ func (db *DB) list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compa
 	afterNS, afterName := opts.AfterNamespace, opts.AfterName
 	if opts.Namespace != "" {
 		switch {
-		case afterNS > opts.Namespace:
+		case namespaceLess(opts.Namespace, afterNS):
 			return ListResult{Rev: rev}, nil
-		case afterNS < opts.Namespace:
+		case namespaceLess(afterNS, opts.Namespace):
 			afterName = ""
 		}
 		afterNS = opts.Namespace
@@ -160,9 +161,9 @@ func (db *DB) list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compa
 	}
 	var rows *sql.Rows
 	if opts.Namespace != "" {
-		rows, err = tx.QueryContext(ctx, sqlListNamespace, opts.Resource, opts.Namespace, afterName, rev, limit)
+		rows, err = tx.QueryContext(ctx, sqlListNamespace, opts.Resource, sqlNamespace(opts.Namespace), afterName, rev, limit)
 	} else {
-		rows, err = tx.QueryContext(ctx, sqlListAll, opts.Resource, afterNS, afterName, rev, limit)
+		rows, err = tx.QueryContext(ctx, sqlListAll, opts.Resource, sqlNamespace(afterNS), afterName, rev, limit)
 	}
 	if err != nil {
 		return ListResult{}, translate("list objects", err)
@@ -194,13 +195,13 @@ func (db *DB) list(ctx context.Context, tx *sql.Tx, opts ListOptions, cur, compa
 		var n int64
 		switch {
 		case opts.Namespace != "" && rev == cur:
-			err = tx.QueryRowContext(ctx, sqlCountNamespace, opts.Resource, opts.Namespace, last.Name).Scan(&n)
+			err = tx.QueryRowContext(ctx, sqlCountNamespace, opts.Resource, sqlNamespace(opts.Namespace), last.Name).Scan(&n)
 		case opts.Namespace != "":
-			err = tx.QueryRowContext(ctx, sqlCountNamespacePast, opts.Resource, opts.Namespace, last.Name, rev).Scan(&n)
+			err = tx.QueryRowContext(ctx, sqlCountNamespacePast, opts.Resource, sqlNamespace(opts.Namespace), last.Name, rev).Scan(&n)
 		case rev == cur:
-			err = tx.QueryRowContext(ctx, sqlCountAll, opts.Resource, last.Namespace, last.Name).Scan(&n)
+			err = tx.QueryRowContext(ctx, sqlCountAll, opts.Resource, sqlNamespace(last.Namespace), last.Name).Scan(&n)
 		default:
-			err = tx.QueryRowContext(ctx, sqlCountAllPast, opts.Resource, last.Namespace, last.Name, rev).Scan(&n)
+			err = tx.QueryRowContext(ctx, sqlCountAllPast, opts.Resource, sqlNamespace(last.Namespace), last.Name, rev).Scan(&n)
 		}
 		if err != nil {
 			return ListResult{}, translate("count objects", err)
@@ -256,7 +257,7 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions, decodeRow func(K
 		if !ok1 || !ok2 {
 			return fmt.Errorf("read key %q: not namespace, name and uid", packed)
 		}
-		row.Key.Namespace, row.Key.Name, row.UID = ns, name, uid
+		row.Key.Namespace, row.Key.Name, row.UID = plainNamespace(ns), name, uid
 		return nil
 	}
 	if err := nextRow(); err != nil {
@@ -307,14 +308,6 @@ func mergeList(rows *sql.Rows, past []Object, opts ListOptions, decodeRow func(K
 		}
 	}
 	return res, nil
-}
-
-// keyLess orders keys of one resource by (namespace, name).
-func keyLess(a, b Key) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
 }
 
 // ownedValue decides whether a driver's value can be kept past the next

@@ -22,7 +22,8 @@ var migrations = []migration{
 		// objects holds the current state: one row per live object. The
 		// primary key's index serves Get (full key), namespaced List (prefix
 		// resource, namespace) and cluster-wide List (prefix resource), all in
-		// (namespace, name) order.
+		// key order: from schema version 5 on, a namespaced object's
+		// namespace is stored as namespace+"/" (see keyorder.go).
 		name: "create table objects",
 		sql: `CREATE TABLE IF NOT EXISTS objects (
 	resource   TEXT    NOT NULL,
@@ -71,6 +72,19 @@ var migrations = []migration{
 	key   TEXT PRIMARY KEY,
 	value INTEGER NOT NULL
 ) WITHOUT ROWID`,
+	},
+	{
+		// Versions 5 and 6: namespaced rows store namespace+"/" instead of
+		// namespace, so that the primary key sorts as etcd keys do and a
+		// list across namespaces comes in kube-apiserver's order (a-b, a,
+		// a0, ab; see keyorder.go). The change log too: past lists and
+		// watches read keys from it.
+		name: "store objects' namespace as namespace/",
+		sql:  `UPDATE objects SET namespace = namespace || '/' WHERE namespace != ''`,
+	},
+	{
+		name: "store changelog's namespace as namespace/",
+		sql:  `UPDATE changelog SET namespace = namespace || '/' WHERE namespace != ''`,
 	},
 }
 

@@ -139,8 +139,8 @@ type ListOptions struct {
 	// revision itself can still be rebuilt, as in etcd), a newer one is
 	// ErrFutureRev.
 	Rev int64
-	// After, when set, skips every object whose (namespace, name) is at or
-	// before it: the continue position of a paged list.
+	// After, when set, skips every object whose key is at or before it in
+	// key order: the continue position of a paged list.
 	AfterNamespace, AfterName string
 	// Limit bounds the number of objects returned; 0 means no limit. When
 	// a filter is given, Limit counts objects that pass it.
@@ -181,7 +181,9 @@ type ListResult struct {
 type Store interface {
 	// Get returns the current object at key, or ErrNotFound.
 	Get(ctx context.Context, key Key) (Object, error)
-	// List returns objects in (namespace, name) order from one snapshot.
+	// List returns objects from one snapshot in etcd key order, as
+	// kube-apiserver lists them: by the bytes of "<namespace>/<name>" (so
+	// namespace a-b comes before a), of "<name>" when cluster-scoped.
 	List(ctx context.Context, opts ListOptions) (ListResult, error)
 	// Hold keeps the state at rev readable until release is called:
 	// compaction meanwhile stops short of rev, so a reader can read one

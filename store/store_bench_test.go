@@ -105,3 +105,99 @@ func BenchmarkDB_List10k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDB_Get reads one ~1 KiB object by key from SQLite (the object
+// cache is off), among 1,000 in 10 namespaces.
+func BenchmarkDB_Get(b *testing.B) {
+	db := openTest(b, Config{ObjectCacheBytes: -1})
+	ctx := context.Background()
+	keys := createSpread(b, db, 10, 100)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		k := keys[i%len(keys)]
+		i++
+		if _, err := db.Get(ctx, k); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDB_ListNamespaces lists 10,000 objects of ~1 KiB spread over
+// 100 namespaces, across namespaces: whole, in pages of 500 (each page's
+// remaining count from the cache or a COUNT), and at a past revision.
+func BenchmarkDB_ListNamespaces(b *testing.B) {
+	db := openTest(b, Config{})
+	ctx := context.Background()
+	keys := createSpread(b, db, 100, 100)
+	n := len(keys)
+	b.Run("all", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := db.List(ctx, ListOptions{Resource: "configmaps"})
+			if err != nil || len(res.Objects) != n {
+				b.Fatalf("List() = %d objects, %v; want %d", len(res.Objects), err, n)
+			}
+		}
+	})
+	b.Run("pages500", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			opts := ListOptions{Resource: "configmaps", Limit: 500}
+			got := 0
+			for {
+				res, err := db.List(ctx, opts)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got += len(res.Objects)
+				if !res.More {
+					break
+				}
+				last := res.Objects[len(res.Objects)-1].Key
+				opts.Rev, opts.AfterNamespace, opts.AfterName = res.Rev, last.Namespace, last.Name
+			}
+			if got != n {
+				b.Fatalf("listed %d objects in pages, want %d", got, n)
+			}
+		}
+	})
+	b.Run("past", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := db.List(ctx, ListOptions{Resource: "configmaps", Rev: int64(n - 100)})
+			if err != nil || len(res.Objects) != n-100 {
+				b.Fatalf("List() = %d objects, %v; want %d", len(res.Objects), err, n-100)
+			}
+		}
+	})
+}
+
+// createSpread creates per objects of ~1 KiB in each of nss namespaces,
+// 64 at a time, and returns their keys.
+func createSpread(b *testing.B, db *DB, nss, per int) []Key {
+	b.Helper()
+	ctx := context.Background()
+	var keys []Key
+	for i := range nss {
+		for j := range per {
+			keys = append(keys, key(fmt.Sprintf("ns-%03d", i), fmt.Sprintf("o-%05d", j)))
+		}
+	}
+	errs := make(chan error, len(keys))
+	sem := make(chan struct{}, 64)
+	for _, k := range keys {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			_, err := db.Create(ctx, k, "u", value1K(k.Namespace, k.Name))
+			errs <- err
+		}()
+	}
+	for range keys {
+		if err := <-errs; err != nil {
+			b.Fatal(err)
+		}
+	}
+	return keys
+}

@@ -124,7 +124,7 @@ func (db *DB) storedStale(ctx context.Context, key Key) bool {
 		return false
 	}
 	var o Object
-	err := db.getStmt.QueryRowContext(ctx, key.Resource, key.Namespace, key.Name).
+	err := db.getStmt.QueryRowContext(ctx, key.Resource, sqlNamespace(key.Namespace), key.Name).
 		Scan(&o.UID, &o.CreateRev, &o.ModRev, &o.Value)
 	db.readers.leave()
 	if err != nil {

@@ -25,7 +25,8 @@ import (
 // that choice costs, and the ratios are printed to both.
 
 // listRefQuery is the store's list of one namespace (store/read.go
-// sqlListNamespace).
+// sqlListNamespace). The store keeps a namespace as namespace+"/" (etcd
+// key order, store/keyorder.go), so that is what it binds.
 const listRefQuery = `SELECT namespace || char(0) || name || char(0) || uid, create_rev, mod_rev, value FROM objects
 WHERE resource = ? AND namespace = ? AND name > ? AND mod_rev <= ?
 ORDER BY name LIMIT ?`
@@ -103,7 +104,7 @@ func runListRef(ctx context.Context, b *bench) ([]Result, error) {
 // bytes, and reports the ratios of its lists to it.
 func (b *bench) listRef(ctx context.Context, db *sql.DB, t listRefTarget, mmap int) ([]Result, error) {
 	scan := func() (int, int64, error) {
-		rows, err := db.QueryContext(ctx, listRefQuery, t.resource, t.namespace, "", int64(1)<<62, -1)
+		rows, err := db.QueryContext(ctx, listRefQuery, t.resource, t.namespace+"/", "", int64(1)<<62, -1)
 		if err != nil {
 			return 0, 0, err
 		}

@@ -251,10 +251,11 @@ func sqliteRefLoop(ctx context.Context, path string, duration time.Duration, pay
 			uid := sqliteRefUID(runID, rev)
 			value = sqliteRefValue(value[:0], tmpl, string(name), uid, rev)
 			valueBytes += int64(len(value))
-			if _, err := insObj.ExecContext(ctx, "configmaps", benchNamespace, string(name), uid, rev, rev, value); err != nil {
+			// The namespace as the store keeps it (store/keyorder.go).
+			if _, err := insObj.ExecContext(ctx, "configmaps", benchNamespace+"/", string(name), uid, rev, rev, value); err != nil {
 				return Result{}, fmt.Errorf("insert object: %w", err)
 			}
-			if _, err := insChange.ExecContext(ctx, rev, 0, "configmaps", benchNamespace, string(name), uid, rev, 0, value); err != nil {
+			if _, err := insChange.ExecContext(ctx, rev, 0, "configmaps", benchNamespace+"/", string(name), uid, rev, 0, value); err != nil {
 				return Result{}, fmt.Errorf("insert change: %w", err)
 			}
 		}
