@@ -68,6 +68,11 @@ type Result struct {
 	// Value and Unit hold a single measurement.
 	Value float64 `json:"value,omitempty"`
 	Unit  string  `json:"unit,omitempty"`
+	// DaemonMiB and StoreMiB split an RSS Value that counts a store
+	// process beside the server (etcd): the server's own part and the
+	// store's. Both 0 when the server has no store process.
+	DaemonMiB float64 `json:"daemon_mib,omitempty"`
+	StoreMiB  float64 `json:"store_mib,omitempty"`
 
 	// ClientCPU and ServerCPU are cores used on average over the workload
 	// (1.0 = one core busy); ServerCPU is 0 when the daemon's pid is
@@ -346,21 +351,43 @@ func (b *bench) seedConfigMaps(ctx context.Context, ns, prefix string, n, conc i
 // rss returns the daemon's RSS in MiB, with its store process's (etcd)
 // when it has one, or false when its pid is unknown.
 func (b *bench) rss() (float64, bool) {
+	d, s, ok := b.rssParts()
+	return d + s, ok
+}
+
+// rssParts returns the daemon's RSS and its store process's (0 without
+// one) in MiB, or false when either cannot be read.
+func (b *bench) rssParts() (daemon, store float64, ok bool) {
 	if b.pid <= 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	v, err := rssBytes(b.pid)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	if b.storePid > 0 {
 		s, err := rssBytes(b.storePid)
 		if err != nil {
-			return 0, false
+			return 0, 0, false
 		}
-		v += s
+		store = float64(s) / (1 << 20)
 	}
-	return float64(v) / (1 << 20), true
+	return float64(v) / (1 << 20), store, true
+}
+
+// rssResult is the RSS line name, the store's part split out when the
+// daemon has a store process.
+func (b *bench) rssResult(name string) (Result, bool) {
+	d, s, ok := b.rssParts()
+	if !ok {
+		return Result{}, false
+	}
+	r := Result{Workload: name, Value: d + s, Unit: "MiB"}
+	if b.storePid > 0 {
+		r.DaemonMiB, r.StoreMiB = d, s
+		r.note("daemon %.1f MiB + store process (etcd) %.1f MiB", d, s)
+	}
+	return r, true
 }
 
 // serverCPUTime returns the CPU time the daemon has used, with its store
