@@ -77,8 +77,11 @@ type Result struct {
 	// ClientCPU and ServerCPU are cores used on average over the workload
 	// (1.0 = one core busy); ServerCPU is 0 when the daemon's pid is
 	// unknown. ClientCPUPerOpUS is the generator's CPU per operation.
-	ClientCPU        float64 `json:"client_cpu_cores,omitempty"`
-	ServerCPU        float64 `json:"server_cpu_cores,omitempty"`
+	ClientCPU float64 `json:"client_cpu_cores,omitempty"`
+	ServerCPU float64 `json:"server_cpu_cores,omitempty"`
+	// StoreCPU is the part of ServerCPU its store process (etcd) used;
+	// 0 without one.
+	StoreCPU         float64 `json:"store_cpu_cores,omitempty"`
 	ClientCPUPerOpUS float64 `json:"client_cpu_us_per_op,omitempty"`
 
 	// ServerStats are the daemon's own statistics over the workload:
@@ -101,6 +104,7 @@ type measure struct {
 	start     time.Time
 	selfCPU   time.Duration
 	serverCPU time.Duration
+	storeCPU  time.Duration
 	stats     *serverStats
 }
 
@@ -117,6 +121,7 @@ func (b *bench) beginMeasure(ctx context.Context) *measure {
 	m.selfCPU = selfCPU()
 	if b.pid > 0 {
 		m.serverCPU, _ = b.serverCPUTime()
+		m.storeCPU, _ = b.storeCPUTime()
 	}
 	m.start = time.Now()
 	return m
@@ -134,6 +139,9 @@ func (m *measure) end(ctx context.Context, r *Result) {
 	if m.b.pid > 0 {
 		if s, err := m.b.serverCPUTime(); err == nil {
 			r.ServerCPU = float64(s-m.serverCPU) / float64(wall)
+		}
+		if s, err := m.b.storeCPUTime(); err == nil && m.b.storePid > 0 {
+			r.StoreCPU = float64(s-m.storeCPU) / float64(wall)
 		}
 	}
 	after := m.b.c.probeStats(ctx)
@@ -388,6 +396,15 @@ func (b *bench) rssResult(name string) (Result, bool) {
 		r.note("daemon %.1f MiB + store process (etcd) %.1f MiB", d, s)
 	}
 	return r, true
+}
+
+// storeCPUTime returns the CPU time the daemon's store process (etcd)
+// has used, 0 without one.
+func (b *bench) storeCPUTime() (time.Duration, error) {
+	if b.storePid <= 0 {
+		return 0, nil
+	}
+	return cpuTime(b.storePid)
 }
 
 // serverCPUTime returns the CPU time the daemon has used, with its store

@@ -192,15 +192,15 @@ func TestWipeEtcdPrefix(t *testing.T) {
 // servers, and splits RSS into the server's own and with etcd's.
 func TestCompareThree(t *testing.T) {
 	etcd := &Report{Results: []Result{
-		{Workload: "create-64", OpsPerSec: 3000, Latency: &Latency{P50MS: 10, P99MS: 30}},
+		{Workload: "create-64", OpsPerSec: 3000, Latency: &Latency{P50MS: 10, P99MS: 30}, ServerCPU: 1.2, StoreCPU: 0.45},
 		{Workload: "rss-peak-create", Value: 150, Unit: "MiB", DaemonMiB: 60, StoreMiB: 90},
 	}}
 	kube := &Report{Results: []Result{
-		{Workload: "create-64", OpsPerSec: 1000, Latency: &Latency{P50MS: 30, P99MS: 90}},
+		{Workload: "create-64", OpsPerSec: 1000, Latency: &Latency{P50MS: 30, P99MS: 90}, ServerCPU: 1.2, StoreCPU: 0.2},
 		{Workload: "rss-peak-create", Value: 900, Unit: "MiB", DaemonMiB: 600, StoreMiB: 300},
 	}}
 	sqlite := &Report{Results: []Result{
-		{Workload: "create-64", OpsPerSec: 6000, Latency: &Latency{P50MS: 5, P99MS: 15}},
+		{Workload: "create-64", OpsPerSec: 6000, Latency: &Latency{P50MS: 5, P99MS: 15}, ServerCPU: 1.2},
 		{Workload: "rss-peak-create", Value: 100, Unit: "MiB"},
 	}}
 	type ratios struct{ kube, sqlite float64 }
@@ -212,6 +212,7 @@ func TestCompareThree(t *testing.T) {
 	}
 	want := map[string]ratios{
 		"create-64":                   {3, 0.5},
+		"create-64 server CPU/op":     {3, 0.5}, // 400 µs against 1,200 and 200
 		"rss-peak-create server":      {10, 100.0 / 60},
 		"rss-peak-create server+etcd": {6, 100.0 / 150},
 	}
@@ -226,7 +227,8 @@ func TestCompareThree(t *testing.T) {
 	}
 	var sb strings.Builder
 	printThreeWay(&sb, etcd, kube, sqlite)
-	for _, s := range []string{"edgeapi on etcd", "kube-apiserver on etcd", "edgeapi on SQLite", "3.00×", "0.50×", "rss-peak-create server+etcd"} {
+	for _, s := range []string{"edgeapi on etcd", "kube-apiserver on etcd", "edgeapi on SQLite", "3.00×", "0.50×", "rss-peak-create server+etcd",
+		"400 µs (etcd 150 µs)", "1200 µs (etcd 200 µs)"} {
 		if !strings.Contains(sb.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, sb.String())
 		}

@@ -406,7 +406,17 @@ func cpuPerOpComparison(e, k *Result) (comparison, bool) {
 		return comparison{}, false
 	}
 	ec, kc := 1e6*e.ServerCPU/e.OpsPerSec, 1e6*k.ServerCPU/k.OpsPerSec
-	return comparison{workload: e.Workload + " server CPU/op", edgeapi: fmtUS(ec), kube: fmtUS(kc), ratio: kc / ec}, true
+	return comparison{workload: e.Workload + " server CPU/op", edgeapi: fmtCPUPerOp(e), kube: fmtCPUPerOp(k), ratio: kc / ec}, true
+}
+
+// fmtCPUPerOp is r's server CPU per operation, with its store process's
+// (etcd's) part when it has one.
+func fmtCPUPerOp(r *Result) string {
+	s := fmtUS(1e6 * r.ServerCPU / r.OpsPerSec)
+	if r.StoreCPU > 0 {
+		s += " (etcd " + fmtUS(1e6*r.StoreCPU/r.OpsPerSec) + ")"
+	}
+	return s
 }
 
 // lowerIsBetter reports whether a single value in unit is a cost (time,
