@@ -208,7 +208,7 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
 	fs.StringVar(&cfg.ca, "ca", "", "with an https --server: the CA `file` of its serving certificate (the workloads then use TLS, HTTP/1.1)")
 	fs.StringVar(&cfg.token, "token", "", "with an https --server: the bearer token the workloads send")
-	fs.IntVar(&cfg.storePid, "store-pid", 0, "with --server: the pid of a store process beside the daemon (etcd), whose CPU and RSS are added to --pid's")
+	fs.IntVar(&cfg.storePid, "store-pid", 0, "the pid of a store process beside the daemon (etcd), whose CPU and RSS are added to the daemon's (--pid's with --server, or the one this tool starts)")
 	fs.BoolVar(&cfg.kubeRef, "kube-ref", false, "after the workloads against edgeapi, run them against kube-apiserver on etcd (scripts/kube-ref-build first), started and stopped with --kube-ref-start, and print both and their ratios; implies --main-tls unless --main-tls=false")
 	fs.StringVar(&cfg.kubeRefStart, "kube-ref-start", "scripts/kube-ref-start", "with --kube-ref: the script that starts the reference and prints its URL, token, CA and pids")
 	fs.BoolVar(&cfg.edgeOnEtcd, "edge-on-etcd", false, "with --kube-ref: also run the workloads against --ha-bin (edgeapi built with -tags etcd) on the reference's own etcd, under --etcd-prefix, while kube-apiserver idles beside it; the prefix is wiped (deleted, compacted, defragmented) before kube-apiserver's half; prints a three-way table (edgeapi on etcd against kube-apiserver and against edgeapi on SQLite)")
