@@ -68,12 +68,20 @@ type Result struct {
 	// Value and Unit hold a single measurement.
 	Value float64 `json:"value,omitempty"`
 	Unit  string  `json:"unit,omitempty"`
+	// DaemonMiB and StoreMiB split an RSS Value that counts a store
+	// process beside the server (etcd): the server's own part and the
+	// store's. Both 0 when the server has no store process.
+	DaemonMiB float64 `json:"daemon_mib,omitempty"`
+	StoreMiB  float64 `json:"store_mib,omitempty"`
 
 	// ClientCPU and ServerCPU are cores used on average over the workload
 	// (1.0 = one core busy); ServerCPU is 0 when the daemon's pid is
 	// unknown. ClientCPUPerOpUS is the generator's CPU per operation.
-	ClientCPU        float64 `json:"client_cpu_cores,omitempty"`
-	ServerCPU        float64 `json:"server_cpu_cores,omitempty"`
+	ClientCPU float64 `json:"client_cpu_cores,omitempty"`
+	ServerCPU float64 `json:"server_cpu_cores,omitempty"`
+	// StoreCPU is the part of ServerCPU its store process (etcd) used;
+	// 0 without one.
+	StoreCPU         float64 `json:"store_cpu_cores,omitempty"`
 	ClientCPUPerOpUS float64 `json:"client_cpu_us_per_op,omitempty"`
 
 	// ServerStats are the daemon's own statistics over the workload:
@@ -96,6 +104,7 @@ type measure struct {
 	start     time.Time
 	selfCPU   time.Duration
 	serverCPU time.Duration
+	storeCPU  time.Duration
 	stats     *serverStats
 }
 
@@ -112,6 +121,7 @@ func (b *bench) beginMeasure(ctx context.Context) *measure {
 	m.selfCPU = selfCPU()
 	if b.pid > 0 {
 		m.serverCPU, _ = b.serverCPUTime()
+		m.storeCPU, _ = b.storeCPUTime()
 	}
 	m.start = time.Now()
 	return m
@@ -129,6 +139,9 @@ func (m *measure) end(ctx context.Context, r *Result) {
 	if m.b.pid > 0 {
 		if s, err := m.b.serverCPUTime(); err == nil {
 			r.ServerCPU = float64(s-m.serverCPU) / float64(wall)
+		}
+		if s, err := m.b.storeCPUTime(); err == nil && m.b.storePid > 0 {
+			r.StoreCPU = float64(s-m.storeCPU) / float64(wall)
 		}
 	}
 	after := m.b.c.probeStats(ctx)
@@ -346,21 +359,52 @@ func (b *bench) seedConfigMaps(ctx context.Context, ns, prefix string, n, conc i
 // rss returns the daemon's RSS in MiB, with its store process's (etcd)
 // when it has one, or false when its pid is unknown.
 func (b *bench) rss() (float64, bool) {
+	d, s, ok := b.rssParts()
+	return d + s, ok
+}
+
+// rssParts returns the daemon's RSS and its store process's (0 without
+// one) in MiB, or false when either cannot be read.
+func (b *bench) rssParts() (daemon, store float64, ok bool) {
 	if b.pid <= 0 {
-		return 0, false
+		return 0, 0, false
 	}
 	v, err := rssBytes(b.pid)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
 	if b.storePid > 0 {
 		s, err := rssBytes(b.storePid)
 		if err != nil {
-			return 0, false
+			return 0, 0, false
 		}
-		v += s
+		store = float64(s) / (1 << 20)
 	}
-	return float64(v) / (1 << 20), true
+	return float64(v) / (1 << 20), store, true
+}
+
+// rssResult is the RSS line name, the store's part split out when the
+// daemon has a store process.
+func (b *bench) rssResult(name string) (Result, bool) {
+	d, s, ok := b.rssParts()
+	if !ok {
+		return Result{}, false
+	}
+	r := Result{Workload: name, Value: d + s, Unit: "MiB"}
+	if b.storePid > 0 {
+		r.DaemonMiB, r.StoreMiB = d, s
+		r.note("daemon %.1f MiB + store process (etcd) %.1f MiB", d, s)
+	}
+	return r, true
+}
+
+// storeCPUTime returns the CPU time the daemon's store process (etcd)
+// has used, 0 without one.
+func (b *bench) storeCPUTime() (time.Duration, error) {
+	if b.storePid <= 0 {
+		return 0, nil
+	}
+	return cpuTime(b.storePid)
 }
 
 // serverCPUTime returns the CPU time the daemon has used, with its store

@@ -94,10 +94,13 @@ type kubeRef struct {
 	vars map[string]string
 	// exited is closed when the script has exited.
 	exited chan struct{}
+	// script is the script's absolute path, and tmp the directory of its
+	// log, removed by stop (when set).
+	script, tmp string
 }
 
 // kubeRefVars are the lines scripts/kube-ref-start prints once ready.
-var kubeRefVars = []string{"KUBE_REF_URL", "KUBE_REF_TOKEN", "KUBE_REF_CA", "KUBE_REF_APISERVER_PID", "KUBE_REF_ETCD_PID", "KUBE_REF_READY"}
+var kubeRefVars = []string{"KUBE_REF_URL", "KUBE_REF_TOKEN", "KUBE_REF_CA", "KUBE_REF_APISERVER_PID", "KUBE_REF_ETCD_PID", "KUBE_REF_ETCD_URL", "KUBE_REF_READY"}
 
 // readKubeRefVars reads KEY=VALUE lines until every one of kubeRefVars
 // has been seen, and returns them. Other lines are ignored.
@@ -185,6 +188,9 @@ func (k *kubeRef) stop() {
 		_ = k.cmd.Process.Kill()
 		<-k.exited
 	}
+	if k.tmp != "" {
+		os.RemoveAll(k.tmp)
+	}
 }
 
 func (k *kubeRef) pid(name string) int {
@@ -195,6 +201,16 @@ func (k *kubeRef) pid(name string) int {
 // runKubeRef starts the reference, runs cfg's workloads against it, stops
 // it, and returns its report.
 func runKubeRef(ctx context.Context, cfg config) (*Report, error) {
+	k, err := startKubeRefOf(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return runOnKubeRef(ctx, cfg, k)
+}
+
+// startKubeRefOf starts cfg's reference script (--kube-ref-start), its
+// log in a temporary directory that stop removes.
+func startKubeRefOf(ctx context.Context, cfg config) (*kubeRef, error) {
 	script, err := filepath.Abs(cfg.kubeRefStart)
 	if err != nil {
 		return nil, err
@@ -203,17 +219,25 @@ func runKubeRef(ctx context.Context, cfg config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(tmp)
-	logPath := filepath.Join(tmp, "kube-ref-start.log")
+	if !cfg.quiet {
+		fmt.Fprintf(stderr, "bench %s kube-ref: starting %s\n", time.Now().Format("15:04:05.000"), script)
+	}
+	k, err := startKubeRef(ctx, script, filepath.Join(tmp, "kube-ref-start.log"), 5*time.Minute)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	k.script, k.tmp = script, tmp
+	return k, nil
+}
+
+// runOnKubeRef runs cfg's workloads against the started reference k,
+// stops it (timing the stop), and returns its report.
+func runOnKubeRef(ctx context.Context, cfg config, k *kubeRef) (*Report, error) {
 	cfg.workloads = refWorkloads(cfg.workloads)
 	b := newBench(cfg)
 	r := b.report
 	r.LoadAvg = append(r.LoadAvg, loadAvg())
-	b.logf("kube-ref: starting %s", script)
-	k, err := startKubeRef(ctx, script, logPath, 5*time.Minute)
-	if err != nil {
-		return nil, err
-	}
 	stopped := false
 	stop := func() {
 		if stopped {
@@ -235,7 +259,10 @@ func runKubeRef(ctx context.Context, cfg config) (*Report, error) {
 	// kube-apiserver has no memory limit to check a peak against.
 	b.cfg.memoryLimitMiB = 0
 	r.Server = b.base + " (kube-apiserver on etcd, scripts/kube-ref-start)"
-	r.Bin = filepath.Join(filepath.Dir(filepath.Dir(script)), ".cache", "kube-ref", "bin", "kube-apiserver")
+	r.Bin = filepath.Join(filepath.Dir(filepath.Dir(k.script)), ".cache", "kube-ref", "bin", "kube-apiserver")
+	if dir := os.Getenv("KUBE_REF_BIN"); dir != "" {
+		r.Bin = filepath.Join(dir, "kube-apiserver")
+	}
 	r.Version = kubeRefVersion(ctx, b)
 	if s, err := strconv.ParseFloat(k.vars["KUBE_REF_READY"], 64); err == nil {
 		res := Result{Workload: "startup", Value: s, Unit: "s"}
@@ -244,7 +271,7 @@ func runKubeRef(ctx context.Context, cfg config) (*Report, error) {
 		b.logResult(res)
 	}
 	b.logf("kube-ref: kube-apiserver pid %d, etcd pid %d on %s", b.pid, b.storePid, b.base)
-	err = b.runWorkloads(ctx)
+	err := b.runWorkloads(ctx)
 	stop()
 	r.LoadAvg = append(r.LoadAvg, loadAvg())
 	return r, err
@@ -379,7 +406,17 @@ func cpuPerOpComparison(e, k *Result) (comparison, bool) {
 		return comparison{}, false
 	}
 	ec, kc := 1e6*e.ServerCPU/e.OpsPerSec, 1e6*k.ServerCPU/k.OpsPerSec
-	return comparison{workload: e.Workload + " server CPU/op", edgeapi: fmtUS(ec), kube: fmtUS(kc), ratio: kc / ec}, true
+	return comparison{workload: e.Workload + " server CPU/op", edgeapi: fmtCPUPerOp(e), kube: fmtCPUPerOp(k), ratio: kc / ec}, true
+}
+
+// fmtCPUPerOp is r's server CPU per operation, with its store process's
+// (etcd's) part when it has one.
+func fmtCPUPerOp(r *Result) string {
+	s := fmtUS(1e6 * r.ServerCPU / r.OpsPerSec)
+	if r.StoreCPU > 0 {
+		s += " (etcd " + fmtUS(1e6*r.StoreCPU/r.OpsPerSec) + ")"
+	}
+	return s
 }
 
 // lowerIsBetter reports whether a single value in unit is a cost (time,
@@ -443,8 +480,14 @@ func splitClientGo(cs []comparison) (plain, cg []comparison) {
 // kubeRefJSONPath is where --json puts the reference's report: beside
 // edgeapi's, ".kube-ref" before the extension.
 func kubeRefJSONPath(path string) string {
+	return siblingJSONPath(path, "kube-ref")
+}
+
+// siblingJSONPath is path with "."+tag before its extension: where --json
+// puts the report of another server of the same run.
+func siblingJSONPath(path, tag string) string {
 	ext := filepath.Ext(path)
-	return strings.TrimSuffix(path, ext) + ".kube-ref" + ext
+	return strings.TrimSuffix(path, ext) + "." + tag + ext
 }
 
 // mainToken is the system:masters token user of --main-tls, beside the

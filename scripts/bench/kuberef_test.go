@@ -23,12 +23,12 @@ import (
 
 func TestReadKubeRefVars(t *testing.T) {
 	in := "noise\nKUBE_REF_URL=https://127.0.0.1:1234\nKUBE_REF_TOKEN=tok\nKUBE_REF_CA=/x/ca.crt\n" +
-		"KUBE_REF_KUBECONFIG=/x/kubeconfig\nKUBE_REF_APISERVER_PID=10\nKUBE_REF_ETCD_PID=11\nKUBE_REF_READY=4.20\nnot read\n"
+		"KUBE_REF_KUBECONFIG=/x/kubeconfig\nKUBE_REF_APISERVER_PID=10\nKUBE_REF_ETCD_PID=11\nKUBE_REF_ETCD_URL=http://127.0.0.1:2379\nKUBE_REF_READY=4.20\nnot read\n"
 	got, err := readKubeRefVars(bufio.NewReader(strings.NewReader(in)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]string{"KUBE_REF_URL": "https://127.0.0.1:1234", "KUBE_REF_TOKEN": "tok", "KUBE_REF_ETCD_PID": "11", "KUBE_REF_READY": "4.20"} {
+	for k, want := range map[string]string{"KUBE_REF_URL": "https://127.0.0.1:1234", "KUBE_REF_TOKEN": "tok", "KUBE_REF_ETCD_PID": "11", "KUBE_REF_ETCD_URL": "http://127.0.0.1:2379", "KUBE_REF_READY": "4.20"} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}
@@ -48,7 +48,7 @@ func TestStartKubeRef(t *testing.T) {
 	script := filepath.Join(dir, "start")
 	body := "#!/bin/sh\ntrap 'echo yes > " + stopped + "; exit 0' TERM\n" +
 		"echo starting >&2\n" +
-		"printf 'KUBE_REF_URL=https://127.0.0.1:1\\nKUBE_REF_TOKEN=t\\nKUBE_REF_CA=/ca\\nKUBE_REF_APISERVER_PID=2\\nKUBE_REF_ETCD_PID=3\\nKUBE_REF_READY=1.5\\n'\n" +
+		"printf 'KUBE_REF_URL=https://127.0.0.1:1\\nKUBE_REF_TOKEN=t\\nKUBE_REF_CA=/ca\\nKUBE_REF_APISERVER_PID=2\\nKUBE_REF_ETCD_PID=3\\nKUBE_REF_ETCD_URL=http://127.0.0.1:4\\nKUBE_REF_READY=1.5\\n'\n" +
 		"while :; do sleep 0.05; done\n"
 	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
 		t.Fatal(err)

@@ -149,6 +149,15 @@ type config struct {
 	// started with the kubeRefStart script.
 	kubeRef      bool
 	kubeRefStart string
+	// edgeOnEtcd, with kubeRef, also runs the workloads against haBin
+	// (edgeapi built with the etcd backend) on the reference's etcd, under
+	// etcdPrefix (see edgeetcd.go).
+	edgeOnEtcd bool
+	haBin      string
+	etcdPrefix string
+	// serverNote is added to the report's server line of a daemon this
+	// tool starts (which backend it runs on).
+	serverNote string
 
 	jsonPath   string
 	commit     string
@@ -199,9 +208,12 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.pid, "pid", 0, "with --server: the daemon's pid, for RSS and CPU")
 	fs.StringVar(&cfg.ca, "ca", "", "with an https --server: the CA `file` of its serving certificate (the workloads then use TLS, HTTP/1.1)")
 	fs.StringVar(&cfg.token, "token", "", "with an https --server: the bearer token the workloads send")
-	fs.IntVar(&cfg.storePid, "store-pid", 0, "with --server: the pid of a store process beside the daemon (etcd), whose CPU and RSS are added to --pid's")
+	fs.IntVar(&cfg.storePid, "store-pid", 0, "the pid of a store process beside the daemon (etcd), whose CPU and RSS are added to the daemon's (--pid's with --server, or the one this tool starts)")
 	fs.BoolVar(&cfg.kubeRef, "kube-ref", false, "after the workloads against edgeapi, run them against kube-apiserver on etcd (scripts/kube-ref-build first), started and stopped with --kube-ref-start, and print both and their ratios; implies --main-tls unless --main-tls=false")
 	fs.StringVar(&cfg.kubeRefStart, "kube-ref-start", "scripts/kube-ref-start", "with --kube-ref: the script that starts the reference and prints its URL, token, CA and pids")
+	fs.BoolVar(&cfg.edgeOnEtcd, "edge-on-etcd", false, "with --kube-ref: also run the workloads against --ha-bin (edgeapi built with -tags etcd) on the reference's own etcd, under --etcd-prefix, while kube-apiserver idles beside it; the prefix is wiped (deleted, compacted, defragmented) before kube-apiserver's half; prints a three-way table (edgeapi on etcd against kube-apiserver and against edgeapi on SQLite)")
+	fs.StringVar(&cfg.haBin, "ha-bin", "bin/edgeapi-ha", "with --edge-on-etcd: the edgeapi binary with the etcd backend (go build -tags etcd -o bin/edgeapi-ha ./daemon)")
+	fs.StringVar(&cfg.etcdPrefix, "etcd-prefix", defaultBenchEtcdPrefix, "with --edge-on-etcd: edgeapi's --etcd-prefix on the shared etcd (not kube-apiserver's /registry)")
 	mainTLS := fs.String("main-tls", "", "true: run the workloads over the started daemon's HTTPS listener (TLS, HTTP/1.1) with a system:masters token, as against kube-apiserver; false: over --insecure-listen (default: true with --kube-ref, else false)")
 	fs.IntVar(&cfg.informerObjects, "informer-objects", 100_000, "informer workload: ConfigMaps in its namespace when the informer starts")
 	fs.DurationVar(&cfg.readyTimeout, "ready-timeout", DefaultReadyTimeout, "how long a started daemon gets to answer /readyz 200")
@@ -270,6 +282,14 @@ func parseFlags(args []string) (config, error) {
 	}
 	if cfg.kubeRef && cfg.server != "" {
 		return cfg, errors.New("--kube-ref starts its own daemon and reference: drop --server")
+	}
+	if cfg.edgeOnEtcd && !cfg.kubeRef {
+		return cfg, errors.New("--edge-on-etcd runs on kube-apiserver's etcd: add --kube-ref")
+	}
+	if cfg.edgeOnEtcd {
+		if err := checkEtcdPrefix(cfg.etcdPrefix); err != nil {
+			return cfg, err
+		}
 	}
 	if cfg.kubeRef && cfg.kubeconfig != "" {
 		// The reference pass would reach edgeapi through it.
@@ -357,6 +377,9 @@ func run(ctx context.Context, args []string) error {
 	if ctx.Err() != nil {
 		return err
 	}
+	if cfg.edgeOnEtcd {
+		return errors.Join(err, runEdgeOnEtcd(ctx, cfg, b.report))
+	}
 	kube, kerr := runKubeRef(ctx, cfg)
 	if kube == nil {
 		return errors.Join(err, kerr)
@@ -399,6 +422,7 @@ func newBench(cfg config) *bench {
 				"tls_watch_sizes": cfg.tlsWatchSizes, "handshake_clients": cfg.handshakeClients,
 				"client": cfg.client, "idle_watch_conns": cfg.idleWatchConns, "tls_rbac_bindings": cfg.tlsRBACBindings,
 				"informer_objects": cfg.informerObjects, "main_tls": cfg.mainTLS,
+				"edge_on_etcd": cfg.edgeOnEtcd, "etcd_prefix": cfg.etcdPrefix, "server_note": cfg.serverNote,
 			},
 		},
 	}
@@ -458,6 +482,9 @@ func (b *bench) run(ctx context.Context) error {
 			return err
 		}
 		b.d, b.pid, b.base = d, d.pid(), "http://"+addr
+		// A store process beside the started daemon (etcd, with
+		// --edge-on-etcd) counts with it, as with --server.
+		b.storePid = cfg.storePid
 		report.Server = b.base
 		if cfg.mainTLS {
 			if err := b.useMainTLS(); err != nil {
@@ -465,6 +492,9 @@ func (b *bench) run(ctx context.Context) error {
 				return err
 			}
 			report.Server = b.base + " (HTTPS, HTTP/1.1, a system:masters token)"
+		}
+		if cfg.serverNote != "" {
+			report.Server += " " + cfg.serverNote
 		}
 		stopped := false
 		stopDaemon := func() {
@@ -514,8 +544,8 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 
 	if b.pid > 0 {
 		settle(ctx, b.cfg.settle)
-		if mib, ok := b.rss(); ok {
-			r := Result{Workload: "rss-idle", Value: mib, Unit: "MiB", Target: targetRSSIdle}
+		if r, ok := b.rssResult("rss-idle"); ok {
+			r.Target = targetRSSIdle
 			if b.d != nil {
 				r.note("%s after start-up", b.cfg.settle)
 			} else {
@@ -545,8 +575,7 @@ func (b *bench) runWorkloads(ctx context.Context) error {
 		}
 	}
 	if b.pid > 0 {
-		if mib, ok := b.rss(); ok {
-			r := Result{Workload: "rss-end", Value: mib, Unit: "MiB"}
+		if r, ok := b.rssResult("rss-end"); ok {
 			r.note("after the last workload")
 			b.report.Results = append(b.report.Results, r)
 			b.logResult(r)

@@ -232,18 +232,20 @@ func (b *bench) runWithRSSPeak(ctx context.Context, w workload) ([]Result, error
 	mib := float64(peak) / (1 << 20)
 	r := Result{Workload: "rss-peak-" + w.name, Value: mib, Unit: "MiB"}
 	if sp != nil {
-		// The sum of the two peaks: at least the peak of the sum.
+		// The sum of the two peaks: at least the peak of the sum. The
+		// limit below is the daemon's own budget, so it checks the
+		// daemon's own peak.
 		store := float64(sp.end()) / (1 << 20)
 		r.Value += store
+		r.DaemonMiB, r.StoreMiB = mib, store
 		r.note("daemon %.1f MiB + store process (etcd) %.1f MiB, each its own peak", mib, store)
-		mib = r.Value
 	}
 	if ceil := b.cfg.rssCeilingMiB(); ceil > 0 {
 		r.Target = fmt.Sprintf("≤%.0f MiB", ceil)
 		verdict := "within"
 		if mib > ceil {
 			verdict = "OVER"
-			b.report.RSSOver = append(b.report.RSSOver, fmt.Sprintf("%s: peak RSS %.1f MiB > limit %.0f + margin %.0f MiB", w.name, mib, b.cfg.memoryLimitMiB, b.cfg.rssMarginMiB))
+			b.report.RSSOver = append(b.report.RSSOver, fmt.Sprintf("%s: the daemon's peak RSS %.1f MiB > limit %.0f + margin %.0f MiB", w.name, mib, b.cfg.memoryLimitMiB, b.cfg.rssMarginMiB))
 		}
 		r.note("%s limit %.0f MiB + margin %.0f MiB", verdict, b.cfg.memoryLimitMiB, b.cfg.rssMarginMiB)
 	}
