@@ -15,7 +15,7 @@ import (
 // TestPackage_DebHA installs the edgeapi deb into a fresh Debian root, then
 // switches to the edgeapi-ha deb by installing it (Conflicts and Replaces
 // remove edgeapi), back to edgeapi, and to edgeapi-ha again. After each
-// switch it checks which package owns /usr/bin/edgeapi, what `edgeapi
+// switch it purges the package switched from, and checks which package owns /usr/bin/edgeapi, what `edgeapi
 // version` says, that the administrator's config.yaml and the service's
 // enablement survived (no mask left by the removed package), and that the
 // daemon serves the data of the SQLite file, started as the unit's
@@ -76,15 +76,18 @@ func TestPackage_DebHA(t *testing.T) {
 	}
 	svc.stop(t)
 
-	// switched checks the state after installing pkg over the other one:
-	// it owns the binary, the version says whether the etcd backend is in,
-	// the edit and the enablement survived, and it serves the SQLite data.
+	// switched checks the state after installing pkg over the other one,
+	// which dpkg leaves with its configuration files (now pkg's) recorded,
+	// and purging that one as an administrator tidying up would: pkg owns
+	// the binary, the version says whether the etcd backend is in, the
+	// edit and the enablement survived, and it serves the SQLite data.
 	switched := func(pkg string, etcd bool) {
 		t.Helper()
+		other := map[string]string{"edgeapi": "edgeapi-ha", "edgeapi-ha": "edgeapi"}[pkg]
+		in("dpkg", "-P", other)
 		if got, want := in("dpkg-query", "-S", "/usr/bin/edgeapi"), pkg+": /usr/bin/edgeapi"; got != want {
 			t.Errorf("after installing %s, dpkg-query -S /usr/bin/edgeapi = %q, want %q", pkg, got, want)
 		}
-		other := map[string]string{"edgeapi": "edgeapi-ha", "edgeapi-ha": "edgeapi"}[pkg]
 		if status := chrootStatus(root, other); strings.HasSuffix(status, " installed") {
 			t.Errorf("after installing %s, %s is still installed: %q", pkg, other, status)
 		}
