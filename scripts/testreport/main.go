@@ -122,6 +122,7 @@ func relabel(in io.Reader, out io.Writer, label string) error {
 			w.Flush()
 			continue
 		}
+		relabelSummary(ev, label)
 		for _, field := range relabelFields {
 			var name string
 			if raw, ok := ev[field]; !ok || json.Unmarshal(raw, &name) != nil || name == "" {
@@ -148,6 +149,27 @@ func relabel(in io.Reader, out io.Writer, label string) error {
 		return fmt.Errorf("read go test output: %w", err)
 	}
 	return nil
+}
+
+// relabelSummary labels the package in go test's own summary line of a
+// package ("ok  \tPKG\t1.2s", "FAIL\tPKG\t3.4s"), an output event
+// without a test.
+func relabelSummary(ev map[string]json.RawMessage, label string) {
+	if _, ok := ev["Test"]; ok {
+		return
+	}
+	var pkg, output string
+	if json.Unmarshal(ev["Package"], &pkg) != nil || json.Unmarshal(ev["Output"], &output) != nil || pkg == "" {
+		return
+	}
+	for _, prefix := range []string{"ok  \t", "FAIL\t"} {
+		if rest, ok := strings.CutPrefix(output, prefix+pkg); ok && (strings.HasPrefix(rest, "\t") || strings.HasPrefix(rest, "\n")) {
+			if b, err := json.Marshal(prefix + pkg + " (" + label + ")" + rest); err == nil {
+				ev["Output"] = b
+			}
+			return
+		}
+	}
 }
 
 // splitLabel splits a package name that relabel made into the package and
@@ -247,9 +269,7 @@ func (r *report) finishPackage(p *pkgState, ev event) {
 		}
 		out := strings.Join(p.output[""], "")
 		fmt.Fprint(r.out, out)
-		// go test's own FAIL line names the package without relabel's
-		// label: name the labelled one again.
-		if _, label := splitLabel(ev.Package); !strings.Contains(out, "FAIL") || label != "" {
+		if !strings.Contains(out, "FAIL") {
 			fmt.Fprintf(r.out, "FAIL\t%s\n", ev.Package)
 		}
 	}

@@ -22,8 +22,9 @@ const run = `{"Action":"start","Package":"example.com/p"}
 {"Action":"fail","Package":"example.com/p","Elapsed":0.5}
 `
 
-// TestRelabel: every package name gets the label, the other fields and
-// lines that are not JSON stay as they were.
+// TestRelabel: every package name gets the label, also in go test's
+// summary line of the package; the other fields and lines that are not
+// JSON stay as they were.
 func TestRelabel(t *testing.T) {
 	in := run + "go: downloading example.com/q v1.0.0\n" +
 		`{"ImportPath":"example.com/q [example.com/q.test]","Action":"build-fail"}` + "\n" +
@@ -51,6 +52,9 @@ func TestRelabel(t *testing.T) {
 			want := v
 			if k == "Package" || k == "ImportPath" || k == "FailedBuild" {
 				want = v.(string) + " (etcd)"
+			}
+			if k == "Output" && v == "FAIL\texample.com/p\t0.500s\n" {
+				want = "FAIL\texample.com/p (etcd)\t0.500s\n"
 			}
 			if after[k] != want {
 				t.Errorf("line %d: %s: got %q, want %q", i, k, after[k], want)
@@ -81,7 +85,7 @@ func TestReport_labels(t *testing.T) {
 	report := out.String()
 	for _, want := range []string{
 		"FAIL\texample.com/p\t0.500s\n",
-		"FAIL\texample.com/p (etcd)\n",
+		"FAIL\texample.com/p (etcd)\t0.500s\n",
 		"FAILED TEST example.com/p.TestB\n",
 		"FAILED TEST example.com/p.TestB (etcd)\n",
 		"FAILED PACKAGE example.com/p (etcd)\n",
