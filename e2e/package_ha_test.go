@@ -188,3 +188,90 @@ func chrootStatus(root, pkg string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// TestPackage_RPMHA checks the edgeapi and edgeapi-ha rpms: each Conflicts
+// with the other, edgeapi-ha Provides edgeapi, and neither Obsoletes the
+// other (which would make each upgrade to the other in turn); and, with
+// the host's rpm into a fresh copy of the Debian root, that edgeapi-ha
+// does not install over edgeapi, and does once edgeapi is erased, as its
+// own binary at /usr/bin/edgeapi. The root's rpm database knows no
+// package that provides /bin/sh, which the scriptlets require, so the
+// installs pass --nodeps, which also turns off the Conflicts check: the
+// refusal seen there is rpm's file conflict. What a swap does to the
+// service (the scriptlets) is not checked: there is no systemd or dnf.
+//
+// It needs root and rpm (installed with apt-get when missing); it skips,
+// saying why, without them.
+func TestPackage_RPMHA(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: rpm --root with scriptlets run in a chroot")
+	}
+	if onEtcd() {
+		t.Skip("the packages do not depend on the e2e backend: run in the SQLite run only")
+	}
+	if _, err := exec.LookPath("rpm"); err != nil {
+		if out, err := exec.Command("apt-get", "install", "-y", "rpm").CombinedOutput(); err != nil {
+			t.Skipf("rpm is missing and apt-get install -y rpm failed: %v\n%s", err, tail(out))
+		}
+	}
+	dist := t.TempDir()
+	cmd := exec.Command(filepath.Join(moduleRoot, "scripts/package"))
+	cmd.Dir = moduleRoot
+	cmd.Env = append(os.Environ(), "ARCHES=amd64", "PACKAGERS=rpm", "DIST="+dist, "EDGEAPI_PKG_VERSION=0.0.1", "VARIANTS=default ha")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("scripts/package: %v\n%s", err, out)
+	}
+	rpms := map[string]string{"edgeapi": filepath.Join(dist, "edgeapi-0.0.1-1.x86_64.rpm"), "edgeapi-ha": filepath.Join(dist, "edgeapi-ha-0.0.1-1.x86_64.rpm")}
+	query := func(rpm, tag string) string {
+		t.Helper()
+		out, err := exec.Command("rpm", "-qp", tag, rpm).Output()
+		if err != nil {
+			t.Fatalf("rpm -qp %s %s: %v", tag, rpm, err)
+		}
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+	for _, c := range []struct{ pkg, tag, want string }{
+		{"edgeapi", "--conflicts", "edgeapi-ha"},
+		{"edgeapi", "--obsoletes", ""},
+		{"edgeapi-ha", "--conflicts", "edgeapi"},
+		{"edgeapi-ha", "--obsoletes", ""},
+		{"edgeapi-ha", "--provides", "edgeapi edgeapi-ha = 0.0.1-1"},
+	} {
+		if got := query(rpms[c.pkg], c.tag); got != c.want {
+			t.Errorf("rpm -qp %s %s: got %q, want %q", c.tag, c.pkg, got, c.want)
+		}
+	}
+
+	root := freshRoot(t, debianRoot(t))
+	rpm := func(args ...string) error {
+		out, err := exec.Command("rpm", append([]string{"--root", root}, args...)...).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("rpm %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := rpm("--initdb"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rpm("-i", "--nodeps", rpms["edgeapi"]); err != nil {
+		t.Fatal(err)
+	}
+	if err := rpm("-i", "--nodeps", rpms["edgeapi-ha"]); err == nil {
+		t.Errorf("edgeapi-ha installed over edgeapi")
+	}
+	if err := rpm("-e", "edgeapi"); err != nil {
+		t.Fatal(err)
+	}
+	if err := rpm("-i", "--nodeps", rpms["edgeapi-ha"]); err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(mustChroot(t, root, "edgeapi", "version"), "\n")
+	if !strings.HasSuffix(first, " (etcd backend)") {
+		t.Errorf("edgeapi version after installing the edgeapi-ha rpm: first line %q, want it to say (etcd backend)", first)
+	}
+	for _, path := range []string{"usr/lib/systemd/system/edgeapi.service", "etc/edgeapi/config.yaml"} {
+		if _, err := os.Stat(filepath.Join(root, path)); err != nil {
+			t.Errorf("after installing the edgeapi-ha rpm: %v", err)
+		}
+	}
+}
