@@ -22,7 +22,7 @@ var (
 func runVersion(_ context.Context, args []string) error {
 	fs := flag.NewFlagSet("edgeapi version", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edgeapi version\n\nPrint the version, git commit and Go version.\n")
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi version\n\nPrint the version (with the build variant, if not the default), git commit and Go version.\n")
 	}
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
@@ -36,7 +36,11 @@ func runVersion(_ context.Context, args []string) error {
 }
 
 func printVersion(w io.Writer) {
-	fmt.Fprintf(w, "edgeapi %s\n", version)
+	if variant != "" {
+		fmt.Fprintf(w, "edgeapi %s (%s)\n", version, variant)
+	} else {
+		fmt.Fprintf(w, "edgeapi %s\n", version)
+	}
 	fmt.Fprintf(w, "git commit: %s\n", commit)
 	fmt.Fprintf(w, "go version: %s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

@@ -205,22 +205,36 @@ func tail(out []byte) string {
 	return string(out)
 }
 
-// buildDeb builds the amd64 deb with version into a directory of its own
-// and returns its path.
+// buildDeb builds the amd64 deb of the default variant (edgeapi) with
+// version into a directory of its own and returns its path.
 func buildDeb(t *testing.T, version string) string {
+	t.Helper()
+	return buildDebs(t, version, "default")["default"]
+}
+
+// buildDebs builds the amd64 debs of the build variants (scripts/package's
+// VARIANTS: default for edgeapi, ha for edgeapi-ha) with version into a
+// directory of their own and returns their paths by variant.
+func buildDebs(t *testing.T, version string, variants ...string) map[string]string {
 	t.Helper()
 	dist := t.TempDir()
 	cmd := exec.Command(filepath.Join(moduleRoot, "scripts/package"))
 	cmd.Dir = moduleRoot
-	cmd.Env = append(os.Environ(), "ARCHES=amd64", "PACKAGERS=deb", "DIST="+dist, "EDGEAPI_PKG_VERSION="+version)
+	cmd.Env = append(os.Environ(), "ARCHES=amd64", "PACKAGERS=deb", "DIST="+dist, "EDGEAPI_PKG_VERSION="+version,
+		"VARIANTS="+strings.Join(variants, " "))
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("scripts/package (version %s): %v\n%s", version, err, out)
+		t.Fatalf("scripts/package (version %s, variants %q): %v\n%s", version, variants, err, out)
 	}
-	debs, _ := filepath.Glob(filepath.Join(dist, "edgeapi_*_amd64.deb"))
-	if len(debs) != 1 {
-		t.Fatalf("scripts/package made %q, want one amd64 deb", debs)
+	debs := map[string]string{}
+	for _, variant := range variants {
+		name := map[string]string{"default": "edgeapi", "ha": "edgeapi-ha"}[variant]
+		found, _ := filepath.Glob(filepath.Join(dist, name+"_*_amd64.deb"))
+		if len(found) != 1 {
+			t.Fatalf("scripts/package made %q for %s, want one amd64 deb", found, name)
+		}
+		debs[variant] = found[0]
 	}
-	return debs[0]
+	return debs
 }
 
 // freshRoot copies base into a new directory and mounts /proc there. The
