@@ -163,10 +163,12 @@ func (s *Store) listRev(rev int64) int64 {
 func startKey(prefix string, opts store.ListOptions) (start string, empty bool) {
 	afterNS, afterName := opts.AfterNamespace, opts.AfterName
 	if opts.Namespace != "" {
-		switch {
-		case afterNS > opts.Namespace:
-			return "", true
-		case afterNS < opts.Namespace:
+		// In key order: a namespace sorts by its bytes and the '/' after
+		// it ("a-b/" before "a/").
+		if afterNS != opts.Namespace {
+			if afterNS+"/" > opts.Namespace+"/" {
+				return "", true
+			}
 			return prefix, false
 		}
 		if afterName == "" {
