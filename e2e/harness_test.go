@@ -184,6 +184,10 @@ type DaemonOptions struct {
 	// empty); Addr stays on loopback. "0.0.0.0" lets a test reach the
 	// daemon from this machine's other addresses, as a remote client.
 	ListenHost string
+	// SQLite keeps the daemon on the SQLite backend in an etcd run too
+	// (EDGEAPI_E2E_BACKEND=etcd), for a test about the SQLite data dir
+	// itself, such as a migration from it.
+	SQLite bool
 	// SysProcAttr, when set, is the daemon process's (for example a user
 	// namespace of its own).
 	SysProcAttr *syscall.SysProcAttr
@@ -246,7 +250,10 @@ func startDaemonOnce(t testing.TB, bin string, o DaemonOptions) (*Daemon, error)
 		output:  &logBuffer{},
 		exited:  make(chan struct{}),
 	}
-	args := append([]string{"serve", "--data-dir", o.DataDir}, backendArgs(o.DataDir)...)
+	args := []string{"serve", "--data-dir", o.DataDir}
+	if !o.SQLite {
+		args = append(args, backendArgs(o.DataDir)...)
+	}
 	if o.TLS {
 		d.URL = "https://" + d.Addr
 		d.Kubeconfig = filepath.Join(o.DataDir, "kubeconfig")

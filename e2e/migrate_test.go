@@ -271,7 +271,7 @@ func TestMigrate_RoundTrip(t *testing.T) {
 	haBinary(t)
 	enc := writeEncConfig(t, encProvider("aesgcm", "key1", encKey(t, 32)), "  - identity: {}")
 	srcDir := t.TempDir()
-	d := StartDaemon(t, DaemonOptions{DataDir: srcDir, Args: []string{"--encryption-provider-config", enc}})
+	d := StartDaemon(t, DaemonOptions{DataDir: srcDir, SQLite: true, Args: []string{"--encryption-provider-config", enc}})
 
 	var objs []migrateObject
 	add := func(path, etcdKey string, obj map[string]any) {
@@ -426,7 +426,7 @@ func TestMigrate_RoundTrip(t *testing.T) {
 	if inClear(dataFiles(t, newDir), marker) {
 		t.Errorf("the Secret is in the clear in the new data dir, which has an encryption config")
 	}
-	d2 := StartDaemon(t, DaemonOptions{DataDir: newDir, Args: []string{"--encryption-provider-config", enc}})
+	d2 := StartDaemon(t, DaemonOptions{DataDir: newDir, SQLite: true, Args: []string{"--encryption-provider-config", enc}})
 	for _, o := range objs {
 		res := rawGet(t, d2, o.path)
 		if res.Status != http.StatusOK {
@@ -474,7 +474,7 @@ func TestMigrate_FailureLeavesNoTarget(t *testing.T) {
 	etcdURL := startMigrateEtcd(t)
 	haBinary(t)
 	srcDir := t.TempDir()
-	d := StartDaemon(t, DaemonOptions{DataDir: srcDir})
+	d := StartDaemon(t, DaemonOptions{DataDir: srcDir, SQLite: true})
 	postJSON(t, d, "/api/v1/namespaces", `{"metadata":{"name":"mig-big"}}`)
 	postJSON(t, d, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", migrateCRD)
 	crs := "/apis/migrate.edgeapi.test/v1/namespaces/mig-big/widgets"
