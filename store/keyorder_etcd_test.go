@@ -98,7 +98,6 @@ func listKeys(t *testing.T, s store.Store, opts store.ListOptions, limit int) (k
 	}
 }
 
-
 func TestStores_ListOrderAgree(t *testing.T) {
 	ctx := context.Background()
 	sqlite, err := store.Open(ctx, store.Config{Path: filepath.Join(t.TempDir(), "state.db")})
@@ -151,8 +150,6 @@ func TestStores_ListOrderAgree(t *testing.T) {
 		name string
 		opts store.ListOptions
 		past bool
-		// skip names a known difference.
-		skip string
 	}{
 		{name: "all", opts: store.ListOptions{Resource: "configmaps"}},
 		{name: "cluster-scoped", opts: store.ListOptions{Resource: "nodes"}},
@@ -165,9 +162,6 @@ func TestStores_ListOrderAgree(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if tt.skip != "" {
-				t.Skip(tt.skip)
-			}
 			for _, limit := range []int{0, 1, 2, 7} {
 				var first []string
 				var firstRemaining []int64

@@ -438,7 +438,6 @@ func object(key store.Key, value []byte, createRev, modRev int64) (store.Object,
 	}, nil
 }
 
-
 // Alive implements store.Prober: a linearizable count-only read of the
 // prefix, which etcd answers only with a quorum.
 func (s *Store) Alive(ctx context.Context) error {
