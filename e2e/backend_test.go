@@ -140,9 +140,19 @@ func etcdBinary() (string, error) {
 	return p, nil
 }
 
+// e2eMaxRequestBytes is the --max-request-bytes of the etcds the tests
+// start: values as large as the SQLite store takes (4 MiB). etcd's
+// default is 1.5 MiB, past which creates are 413, as they are for
+// kube-apiserver.
+const e2eMaxRequestBytes = 5 << 20
+
 // startEtcd starts a single-member etcd on free loopback ports in a
-// temporary directory and waits until it answers.
-func startEtcd() (*etcdProcess, error) {
+// temporary directory, with e2eMaxRequestBytes, and waits until it answers.
+func startEtcd() (*etcdProcess, error) { return startEtcdWith(e2eMaxRequestBytes) }
+
+// startEtcdWith is startEtcd with etcd's --max-request-bytes
+// maxRequestBytes (0: etcd's default).
+func startEtcdWith(maxRequestBytes int) (*etcdProcess, error) {
 	bin, err := etcdBinary()
 	if err != nil {
 		return nil, err
@@ -161,15 +171,14 @@ func startEtcd() (*etcdProcess, error) {
 	}
 	client := "http://127.0.0.1:" + strconv.Itoa(cport)
 	peer := "http://127.0.0.1:" + strconv.Itoa(pport)
-	cmd := exec.Command(bin, "--name", "e2e", "--data-dir", filepath.Join(dir, "data"),
+	args := []string{"--name", "e2e", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "e2e="+peer, "--log-level", "warn",
-		// Values as large as the SQLite store takes (4 MiB): etcd's
-		// default is 1.5 MiB, past which creates are 413, as they are
-		// for kube-apiserver.
-		"--max-request-bytes", strconv.Itoa(5<<20),
-		"--snapshot-count", "10000")
+		"--initial-cluster", "e2e="+peer, "--log-level", "warn", "--snapshot-count", "10000"}
+	if maxRequestBytes > 0 {
+		args = append(args, "--max-request-bytes", strconv.Itoa(maxRequestBytes))
+	}
+	cmd := exec.Command(bin, args...)
 	logf, err := os.Create(filepath.Join(dir, "etcd.log"))
 	if err != nil {
 		return nil, err

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,7 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -74,85 +72,21 @@ func haBinary(t *testing.T) string {
 	return haBinPath
 }
 
-// migrateEtcdBinary is the etcd the tests start: $EDGEAPI_ETCD, else the
-// one scripts/kube-ref-build builds; "" when there is none.
-func migrateEtcdBinary() string {
-	if p := os.Getenv("EDGEAPI_ETCD"); p != "" {
-		return p
-	}
-	for _, p := range []string{
-		filepath.Join(moduleRoot, ".cache", "kube-ref", "bin", "etcd"),
-		"/work/main/.cache/kube-ref/bin/etcd",
-	} {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// startMigrateEtcd starts a single-member etcd on free loopback ports with
-// a temporary data dir, stopped when the test ends, and returns its
-// client URL. The test is skipped when there is no etcd binary.
+// startMigrateEtcd starts a single-member etcd of the test's own (with
+// etcd's default request size bound, which the too-large test relies on),
+// stopped when the test ends, and returns its client URL. The test is
+// skipped when there is no etcd binary.
 func startMigrateEtcd(t *testing.T) string {
 	t.Helper()
-	bin := migrateEtcdBinary()
-	if bin == "" {
-		t.Skip("no etcd binary: run scripts/kube-ref-build etcd or set EDGEAPI_ETCD")
+	if _, err := etcdBinary(); err != nil {
+		t.Skipf("no etcd binary: %v", err)
 	}
-	for attempt := 0; ; attempt++ {
-		clientPort, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		peerPort, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		url := fmt.Sprintf("http://127.0.0.1:%d", clientPort)
-		peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
-		var log bytes.Buffer
-		cmd := exec.Command(bin, "--name", "e2e", "--data-dir", t.TempDir(),
-			"--listen-client-urls", url, "--advertise-client-urls", url,
-			"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-			"--initial-cluster", "e2e="+peer, "--log-level", "error")
-		cmd.Stdout, cmd.Stderr = &log, &log
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("start etcd: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }()
-		stop := func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			<-exited
-		}
-		deadline := time.Now().Add(readyTimeout)
-		for {
-			if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", clientPort)); err == nil {
-				c.Close()
-				t.Cleanup(func() {
-					stop()
-					if t.Failed() {
-						t.Logf("etcd log:\n%s", log.String())
-					}
-				})
-				return url
-			}
-			select {
-			case <-exited:
-			default:
-				if time.Now().Before(deadline) {
-					time.Sleep(50 * time.Millisecond)
-					continue
-				}
-			}
-			stop()
-			if attempt < 2 && strings.Contains(log.String(), "address already in use") {
-				break // another port
-			}
-			t.Fatalf("etcd did not listen on %s:\n%s", url, log.String())
-		}
+	e, err := startEtcdWith(0)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(e.stop)
+	return e.URL
 }
 
 // runMigrate runs edgeapi-ha migrate with args and returns its output and

@@ -25,16 +25,15 @@ func etcdBinary() string {
 	}
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	candidates := []string{
-		filepath.Join(root, ".cache", "kube-ref", "bin", "etcd"),
-		"/work/main/.cache/kube-ref/bin/etcd",
-	}
-	for _, p := range candidates {
-		if _, err := os.Stat(p); err == nil {
-			return p
-		}
+	if p := filepath.Join(root, ".cache", "kube-ref", "bin", "etcd"); fileExists(p) {
+		return p
 	}
 	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // freePort returns a loopback port nothing listens on now.
