@@ -174,7 +174,7 @@ func startEtcdWith(maxRequestBytes int) (*etcdProcess, error) {
 	args := []string{"--name", "e2e", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-		"--initial-cluster", "e2e="+peer, "--log-level", "warn", "--snapshot-count", "10000"}
+		"--initial-cluster", "e2e=" + peer, "--log-level", "warn", "--snapshot-count", "10000"}
 	if maxRequestBytes > 0 {
 		args = append(args, "--max-request-bytes", strconv.Itoa(maxRequestBytes))
 	}
