@@ -62,13 +62,6 @@ func secretMarker(t *testing.T) string {
 	return "pw-" + hex.EncodeToString(b) // 27 bytes
 }
 
-// dataFiles returns every stored byte of the daemon on dir: the SQLite
-// database and its WAL, or its keys and values in etcd.
-func dataFiles(t *testing.T, dir string) []byte {
-	t.Helper()
-	return storedBytes(t, dir)
-}
-
 // inClear reports whether marker is in b as it is or base64-encoded.
 func inClear(b []byte, marker string) bool {
 	return bytes.Contains(b, []byte(marker)) ||
@@ -154,7 +147,7 @@ func TestEncryption_SecretsNotInClearOnDisk(t *testing.T) {
 			// a clean stop: the Secret values never, the ConfigMap's yes.
 			prefix := "k8s:enc:" + provider + ":v1:key1:"
 			check := func(when string) {
-				files := dataFiles(t, d.DataDir)
+				files := storedBytes(t, d.DataDir)
 				for _, m := range []string{created, updated, deleted} {
 					if inClear(files, m) {
 						t.Errorf("%s: secret value %q is in the clear in the stored data", when, m)
@@ -195,7 +188,7 @@ func TestEncryption_IdentityFirstStoresPlaintext(t *testing.T) {
 	createNamespace(t, d.Clientset(), "enc")
 	m := secretMarker(t)
 	createSecret(t, d, "enc", "s1", m)
-	if files := dataFiles(t, d.DataDir); !inClear(files, m) {
+	if files := storedBytes(t, d.DataDir); !inClear(files, m) {
 		t.Errorf("identity first: the secret value is not in the clear in the stored data")
 	}
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,15 +84,21 @@ func TestEtcd_KubeAPIServerReadsEdgeapiData(t *testing.T) {
 	}
 
 	d := StartDaemon(t, DaemonOptions{Args: []string{"--etcd-prefix", "/registry"}})
-	d.MustKubectl("apply", "-f", writeTemp(t, kubeReadsObjects))
+	apply := func(manifest string) {
+		t.Helper()
+		if r := d.KubectlStdin(manifest, "apply", "-f", "-"); r.ExitCode != 0 {
+			t.Fatalf("%s", r)
+		}
+	}
+	apply(kubeReadsObjects)
 	d.MustKubectl("wait", "--for=condition=Established", "crd/gadgets.example.com", "--timeout=60s")
-	d.MustKubectl("apply", "-f", writeTemp(t, "apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: kreads}\nspec: {size: 3, tags: [a, b]}\n"))
+	apply("apiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g1, namespace: kreads}\nspec: {size: 3, tags: [a, b]}\n")
 	objects := []string{"namespace/kreads", "-n kreads configmap/cfg", "-n kreads secret/sec", "-n kreads service/web",
 		"-n kreads serviceaccount/bot", "-n kreads role/reader", "-n kreads rolebinding/bot-reads", "-n kreads lease/lock",
 		"customresourcedefinition/gadgets.example.com", "-n kreads gadgets.example.com/g1"}
 	want := map[string]map[string]any{}
 	for _, o := range objects {
-		want[o] = kubectlJSON(t, d.Kubectl(append(append([]string{"get"}, strings.Fields(o)...), "-o", "json")...))
+		want[o] = jsonMap(t, o, []byte(d.MustKubectl(append(append([]string{"get"}, strings.Fields(o)...), "-o", "json")...).Stdout))
 	}
 	if err := d.Stop(); err != nil {
 		t.Fatalf("stop edgeapi: %v", err)
@@ -107,11 +112,7 @@ func TestEtcd_KubeAPIServerReadsEdgeapiData(t *testing.T) {
 			t.Errorf("kube-apiserver: kubectl get %s: exit %d: %s", o, code, stderr)
 			continue
 		}
-		var got map[string]any
-		if err := json.Unmarshal([]byte(stdout), &got); err != nil {
-			t.Errorf("kube-apiserver: %s: %v", o, err)
-			continue
-		}
+		got := jsonMap(t, "kube-apiserver: "+o, []byte(stdout))
 		w := want[o]
 		for _, path := range [][]string{{"metadata", "uid"}, {"metadata", "creationTimestamp"}, {"metadata", "labels"}, {"metadata", "resourceVersion"},
 			{"data"}, {"spec"}, {"rules"}, {"roleRef"}, {"subjects"}} {
@@ -123,29 +124,6 @@ func TestEtcd_KubeAPIServerReadsEdgeapiData(t *testing.T) {
 			}
 		}
 	}
-}
-
-// kubectlJSON decodes a kubectl -o json result.
-func kubectlJSON(t *testing.T, r KubectlResult) map[string]any {
-	t.Helper()
-	if r.ExitCode != 0 {
-		t.Fatalf("%s", r)
-	}
-	var m map[string]any
-	if err := json.Unmarshal([]byte(r.Stdout), &m); err != nil {
-		t.Fatalf("%s: %v", r, err)
-	}
-	return m
-}
-
-// writeTemp writes s to a file in t's temporary directory.
-func writeTemp(t *testing.T, s string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), "objects.yaml")
-	if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // startKubeRefOn runs scripts/kube-ref-start with kube-apiserver on the

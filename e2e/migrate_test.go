@@ -357,7 +357,7 @@ func TestMigrate_RoundTrip(t *testing.T) {
 	if back != migrated {
 		t.Errorf("moved %d objects back from etcd, %d there", back, migrated)
 	}
-	if inClear(dataFiles(t, newDir), marker) {
+	if inClear(storedBytes(t, newDir), marker) {
 		t.Errorf("the Secret is in the clear in the new data dir, which has an encryption config")
 	}
 	d2 := StartDaemon(t, DaemonOptions{DataDir: newDir, SQLite: true, Args: []string{"--encryption-provider-config", enc}})
