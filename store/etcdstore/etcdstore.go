@@ -445,13 +445,4 @@ func (s *Store) Alive(ctx context.Context) error {
 	return err
 }
 
-// Stats implements store.StatsReporter with the revisions; the SQLite
-// figures (batches, file sizes) have no etcd counterpart here.
-func (s *Store) Stats() store.Stats {
-	return store.Stats{Rev: s.Rev(), CompactedRev: s.CompactedRev()}
-}
-
-var (
-	_ store.Prober        = (*Store)(nil)
-	_ store.StatsReporter = (*Store)(nil)
-)
+var _ store.Prober = (*Store)(nil)
