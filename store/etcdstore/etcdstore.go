@@ -418,20 +418,24 @@ func (s *Store) storedStale(key store.Key, kv *mvccpb.KeyValue) (store.Object, b
 	if err != nil {
 		return store.Object{}, false, err
 	}
-	obj, err := object(key, v, kv.CreateRevision, kv.ModRevision)
+	obj, err := object(key, v, "", kv.CreateRevision, kv.ModRevision)
 	return obj, stale, err
 }
 
 // object turns the caller's form of a value, with its revisions, into an
-// Object, the value stamped with modRev.
-func object(key store.Key, value []byte, createRev, modRev int64) (store.Object, error) {
+// Object, the value stamped with modRev. uid is the object's when the
+// caller knows it; "" reads it from the value.
+func object(key store.Key, value []byte, uid string, createRev, modRev int64) (store.Object, error) {
 	v, err := store.StampRevision(value, modRev)
 	if err != nil {
 		return store.Object{}, fmt.Errorf("read %s/%s/%s: %w", key.Resource, key.Namespace, key.Name, err)
 	}
+	if uid == "" {
+		uid = store.MetadataUID(value)
+	}
 	return store.Object{
 		Key:       key,
-		UID:       store.MetadataUID(value),
+		UID:       uid,
 		CreateRev: createRev,
 		ModRev:    modRev,
 		Value:     v,

@@ -60,7 +60,7 @@ func (s *Store) Create(ctx context.Context, key store.Key, uid string, value []b
 	case !c.resp.Succeeded:
 		return store.Object{}, store.ErrExists
 	default:
-		obj, err = object(key, value, rev, rev)
+		obj, err = object(key, value, uid, rev, rev)
 	}
 	if err != nil {
 		return store.Object{}, err
@@ -95,7 +95,7 @@ func (s *Store) Update(ctx context.Context, key store.Key, pre store.Preconditio
 		obj, err = s.stored(key, c.now)
 	} else {
 		prev := c.resp.Responses[0].GetResponsePut().PrevKv
-		obj, err = object(key, value, prev.CreateRevision, c.resp.Header.Revision)
+		obj, err = object(key, value, "", prev.CreateRevision, c.resp.Header.Revision)
 	}
 	if err != nil {
 		return store.Object{}, err
@@ -263,7 +263,7 @@ func (s *Store) GuaranteedUpdate(ctx context.Context, key store.Key, tryUpdate f
 			if c.earlier {
 				obj, err = s.stored(key, c.now)
 			} else {
-				obj, err = object(key, value, cur.CreateRev, c.resp.Header.Revision)
+				obj, err = object(key, value, "", cur.CreateRev, c.resp.Header.Revision)
 			}
 			if err != nil {
 				return store.Object{}, err
