@@ -655,14 +655,7 @@ func watchUntilTimeout(t *testing.T, d *Daemon, path string, rv int64) (events [
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {
-		var ev struct {
-			Type   string `json:"type"`
-			Object struct {
-				Message  string            `json:"message"`
-				Code     int               `json:"code"`
-				Metadata metav1.ObjectMeta `json:"metadata"`
-			} `json:"object"`
-		}
+		var ev ledgerWatchEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("watch from %d: event %q: %v", rv, sc.Bytes(), err)
 		}
@@ -760,4 +753,15 @@ func checkReplay(t *testing.T, cycle int, start, end crashSnapshot, events []cra
 			t.Errorf("cycle %d: %s: folded events give rv %d, the list has %d", cycle, name, got, want)
 		}
 	}
+}
+
+// ledgerWatchEvent is a watch event as the ledger checks read it: the
+// object's metadata, or an ERROR event's Status code and message.
+type ledgerWatchEvent struct {
+	Type   string `json:"type"`
+	Object struct {
+		Message  string            `json:"message"`
+		Code     int               `json:"code"`
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	} `json:"object"`
 }

@@ -631,14 +631,7 @@ func (w *resumingWatch) once(ctx context.Context, d *Daemon, path string) (gone 
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 8<<20)
 	for sc.Scan() {
-		var ev struct {
-			Type   string `json:"type"`
-			Object struct {
-				Code     int               `json:"code"`
-				Message  string            `json:"message"`
-				Metadata metav1.ObjectMeta `json:"metadata"`
-			} `json:"object"`
-		}
+		var ev ledgerWatchEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return false
 		}
