@@ -117,6 +117,10 @@ type memoryBudget struct {
 	// ListBufferBytes is the size up to which a LIST is built in memory
 	// (larger ones are streamed in pages).
 	ListBufferBytes int
+	// ListMemoryBytes is shared by the LISTs in flight, BodyMemoryBytes
+	// by the request bodies held (see httpapi's memgate.go).
+	ListMemoryBytes int64
+	BodyMemoryBytes int64
 	// MaxWatches and MaxWatchesPerUser are the defaults of --max-watches
 	// and --max-watches-per-user.
 	MaxWatches        int
@@ -142,6 +146,8 @@ type memoryBudget struct {
 //	served cache       H/8 (converted custom resources' JSON, Protobuf GETs' documents)
 //	LIST buffer        H/32, and the Protobuf list sizes cache half that, H/64
 //	update cache       H/64, at most 4 MiB (managedFields of updates)
+//	LISTs in flight    H/8 shared (each up to twice the LIST buffer)
+//	bodies in flight   H/16 shared (a body larger than that is read alone)
 //	max watches        B/128 KiB, per user half of that
 //
 // The caches' shares of H add up to 15/32 of it, so they never take more
@@ -183,6 +189,8 @@ func budgetFor(limit, binary int64) memoryBudget {
 		ObjectCacheBytes:  toInt(h / 32),
 		ServedCacheBytes:  toInt(h / 8),
 		ListBufferBytes:   toInt(h / 32),
+		ListMemoryBytes:   h / 8,
+		BodyMemoryBytes:   h / 16,
 		UpdateCacheBytes:  toInt(min(h/64, maxUpdateCacheBytes)),
 		MaxWatches:        toInt(maxWatches),
 		MaxWatchesPerUser: toInt(maxWatches / 2),

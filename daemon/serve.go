@@ -228,6 +228,8 @@ func startDaemon(ctx context.Context, cfg serveConfig, log *zap.Logger) (_ *daem
 		WatchCache:          store.WatchCacheConfig{MaxEvents: cfg.budget.WatchCacheEvents, MaxBytes: cfg.budget.WatchCacheBytes},
 		ServedCacheBytes:    cfg.budget.ServedCacheBytes,
 		ListBufferBytes:     cfg.budget.ListBufferBytes,
+		ListMemoryBytes:     cfg.budget.ListMemoryBytes,
+		BodyMemoryBytes:     cfg.budget.BodyMemoryBytes,
 		UpdateCacheBytes:    cfg.budget.UpdateCacheBytes,
 	})
 	if err != nil {

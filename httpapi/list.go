@@ -310,7 +310,13 @@ func (s *Server) handleList(r *request) error {
 		// below, which the store reads as no limit.
 		lo.Limit = int(min(opts.Limit, math.MaxInt))
 	}
-	lo.MaxBytes = cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)
+	grant, err := s.listMemory.acquire(ctx, minListGrant, 2*int64(cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)), listMemoryWait)
+	if err != nil {
+		return s.writeError(c, s.listMemoryError(c, err))
+	}
+	defer func() { s.listMemory.release(grant) }()
+	per := listMemoryPerValueByte(r.rep)
+	lo.MaxBytes = int(max(grant/per, 1))
 	res, err := s.cfg.Store.List(ctx, lo)
 	if err != nil {
 		if errors.Is(err, store.ErrCompacted) && opts.Continue != "" {
@@ -335,9 +341,16 @@ func (s *Server) handleList(r *request) error {
 		if res.Rev < s.cfg.Store.CompactedRev() {
 			return s.writeError(c, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old."))
 		}
-		lo.MaxBytes = 0
-		return s.streamList(r, &listPager{store: s.cfg.Store, opts: lo}, &res, useLimit)
+		p := &listPager{store: s.cfg.Store, opts: lo, pageBytes: min(lo.MaxBytes, listPageBytes), keepBytes: lo.MaxBytes}
+		p.opts.MaxBytes = 0
+		return s.streamList(r, p, &res, useLimit)
 	}
+	// Built whole: what it holds is known now.
+	var values int64
+	for i := range res.Objects {
+		values += int64(len(res.Objects[i].Value))
+	}
+	s.listMemory.shrink(&grant, min(grant, values*per+minListGrant))
 	lm := metav1.ListMeta{ResourceVersion: strconv.FormatInt(res.Rev, 10)}
 	if useLimit && res.More && len(res.Objects) > 0 {
 		last := res.Objects[len(res.Objects)-1].Key
@@ -348,6 +361,37 @@ func (s *Server) handleList(r *request) error {
 		}
 	}
 	return s.writeList(c, r, res.Objects, &lm)
+}
+
+// minListGrant is the least memory a LIST runs with: it then reads and
+// writes pages of half of it, or an eighth for the representations that
+// decode (see listMemoryPerValueByte). listMemoryWait bounds the wait for
+// it.
+const (
+	minListGrant   = 256 << 10
+	listMemoryWait = 10 * time.Second
+)
+
+// listMemoryPerValueByte is the memory a LIST takes per byte of stored
+// values it holds, for the representation it writes: the values and the
+// response built from them for JSON and Protobuf; Tables, metadata lists
+// and YAML decode the objects first, which takes several times more.
+func listMemoryPerValueByte(rep representation) int64 {
+	if rep.as == asObject && rep.enc != encYAML {
+		return 2
+	}
+	return 8
+}
+
+// listMemoryError is the answer to a LIST that got no memory: 504 once
+// its deadline passed, else kube-apiserver's 429 for overload, counted as
+// a termination like the max-in-flight limit's.
+func (s *Server) listMemoryError(c echo.Context, err error) error {
+	if c.Request().Context().Err() != nil {
+		return errRequestTimeout()
+	}
+	s.recordTermination(c.Request(), http.StatusTooManyRequests)
+	return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
 }
 
 // writeList writes stored objects as a list of r's kind. For JSON the stored

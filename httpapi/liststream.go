@@ -34,6 +34,9 @@ const (
 	// DefaultListBufferBytes is the size up to which a list is built in
 	// memory.
 	DefaultListBufferBytes = 4 << 20
+	// DefaultListMemoryBytes is the memory the LISTs in flight share
+	// (Config.ListMemoryBytes): four at a time get all they ask for.
+	DefaultListMemoryBytes = 4 * 2 * DefaultListBufferBytes
 	listPageBytes          = 1 << 20
 	// listFlushBytes is how much encoded output is gathered per write.
 	listFlushBytes = 64 << 10
@@ -46,7 +49,16 @@ var listsStreamed atomic.Int64
 type listPager struct {
 	store store.Store
 	opts  store.ListOptions // Rev fixed; Limit the total wanted (0: all)
+	// pageBytes is the size of stored values per page, at most
+	// listPageBytes: less when the list got less memory (see memgate.go).
+	pageBytes int
+	// keepBytes bounds the encoded items a Protobuf list keeps between
+	// its two passes (Config.ListBufferBytes when zero).
+	keepBytes int
 }
+
+// page is p's page size.
+func (p *listPager) page() int { return cmp.Or(p.pageBytes, listPageBytes) }
 
 // pages calls fn with each page of the list in order, starting with
 // *first (the page already read with p.opts, which it clears so that it can
@@ -57,7 +69,7 @@ func (p *listPager) pages(ctx context.Context, first *store.ListResult, fn func(
 	res := *first
 	*first = store.ListResult{}
 	o := p.opts
-	o.Rev, o.MaxBytes = res.Rev, listPageBytes
+	o.Rev, o.MaxBytes = res.Rev, p.page()
 	for {
 		if err := fn(res.Objects); err != nil {
 			return res, n, err
@@ -82,7 +94,7 @@ func (p *listPager) pages(ctx context.Context, first *store.ListResult, fn func(
 // restart reads the list's first page again.
 func (p *listPager) restart(ctx context.Context, rev int64) (store.ListResult, error) {
 	o := p.opts
-	o.Rev, o.MaxBytes = rev, listPageBytes
+	o.Rev, o.MaxBytes = rev, p.page()
 	return p.store.List(ctx, o)
 }
 
@@ -163,7 +175,7 @@ func (s *Server) streamList(r *request, p *listPager, first *store.ListResult, u
 	if useLimit || proto {
 		var lastObjs []store.Object
 		if proto {
-			pi = &protoItems{kind: k, keepBytes: cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)}
+			pi = &protoItems{kind: k, keepBytes: cmp.Or(p.keepBytes, s.cfg.ListBufferBytes, DefaultListBufferBytes)}
 		}
 		// A whole list (no limit) of a transcoded kind sizes the items
 		// past the kept ones in one scan once the bound is reached (see

@@ -29,6 +29,9 @@ const (
 	// DefaultMaxRequestBodyBytes is kube-apiserver's limit for a request
 	// body (3 MiB); larger bodies get 413.
 	DefaultMaxRequestBodyBytes = 3 << 20
+	// DefaultBodyMemoryBytes is the memory request bodies share when
+	// Config.BodyMemoryBytes is zero: five of the largest at once.
+	DefaultBodyMemoryBytes = 5 * DefaultMaxRequestBodyBytes
 	// DefaultIdleTimeout is how long a connection handed back after a
 	// watch waits for its next request, as http.Server's IdleTimeout
 	// (kube-apiserver: 90 s).
@@ -69,6 +72,17 @@ type Config struct {
 	// response is built in memory (DefaultListBufferBytes when zero);
 	// larger lists are read and written in pages.
 	ListBufferBytes int
+	// ListMemoryBytes is the memory all LISTs in flight share for their
+	// responses (DefaultListMemoryBytes when zero; see memgate.go): a
+	// LIST gets up to twice ListBufferBytes of it, and less, down to
+	// minListGrant, while others hold it; past that it waits, and gets
+	// kube-apiserver's 429 after listMemoryWait.
+	ListMemoryBytes int64
+	// BodyMemoryBytes is the memory the request bodies being read and
+	// processed share (DefaultBodyMemoryBytes when zero): a request waits
+	// for its body's size of it before reading the body, and gets
+	// kube-apiserver's 429 after 10 s.
+	BodyMemoryBytes int64
 	// ServedCacheBytes bounds the cache of converted custom resources'
 	// served JSON (see servedcache.go; DefaultServedCacheBytes when zero).
 	// The cache is shared by every Server of the process: the last New
@@ -144,6 +158,10 @@ type Server struct {
 	// largeBodies holds a token per request with a large body being
 	// processed (capacity Config.MaxLargeRequests).
 	largeBodies chan struct{}
+	// listMemory is shared by the LISTs in flight (Config.ListMemoryBytes).
+	listMemory *memGate
+	// bodyMemory is shared by the request bodies held (Config.BodyMemoryBytes).
+	bodyMemory *memGate
 	// handoff takes back the connections of finished watches.
 	handoff *handoffListener
 	// baseCtx ends when the server closes; watches end with it.
@@ -194,6 +212,8 @@ func New(cfg Config) (*Server, error) {
 		watchCache:    store.NewWatchCache(cfg.Store, cfg.WatchCache),
 		handoff:       newHandoffListener(cfg.IdleTimeout),
 		largeBodies:   make(chan struct{}, cfg.MaxLargeRequests),
+		listMemory:    newMemGate(cmp.Or(cfg.ListMemoryBytes, DefaultListMemoryBytes)),
+		bodyMemory:    newMemGate(cmp.Or(cfg.BodyMemoryBytes, DefaultBodyMemoryBytes)),
 	}
 	s.baseCtx, s.closeServer = context.WithCancel(context.Background())
 	s.namespaces.terminating = make(map[string]bool)
