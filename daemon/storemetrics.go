@@ -66,6 +66,8 @@ var storeMetrics = []storeMetric{
 		func(s store.Stats) float64 { return float64(s.WALResets) }},
 	{prometheus.NewDesc("edgeapi_store_wal_resets_deferred_total", "Times the checkpointer put a WAL reset off because a read transaction did not end in time.", nil, nil), prometheus.CounterValue,
 		func(s store.Stats) float64 { return float64(s.WALResetsDeferred) }},
+	{prometheus.NewDesc("edgeapi_store_wal_resets_forced_total", "Times the checkpointer reset a WAL past its force threshold by holding new reads back, since start.", nil, nil), prometheus.CounterValue,
+		func(s store.Stats) float64 { return float64(s.WALResetsForced) }},
 	{prometheus.NewDesc("edgeapi_store_no_space", "1 while the file system holding the database is full and creates and updates fail, else 0.", nil, nil), prometheus.GaugeValue,
 		func(s store.Stats) float64 { return boolFloat(s.NoSpace) }},
 	{prometheus.NewDesc("edgeapi_store_over_quota", "1 while the database has reached --quota-backend-bytes and creates and updates fail, else 0.", nil, nil), prometheus.GaugeValue,

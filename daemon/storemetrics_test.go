@@ -221,7 +221,7 @@ func TestStoreCollector_Collect(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := &storeCollector{
 		stats: func() store.Stats {
-			return store.Stats{DBBytes: 4096, WALBytes: 1000, QuotaBytes: 1 << 20, UsedBytes: 8192, OverQuota: true, QuotaExceeded: 2}
+			return store.Stats{DBBytes: 4096, WALBytes: 1000, QuotaBytes: 1 << 20, UsedBytes: 8192, OverQuota: true, QuotaExceeded: 2, WALResets: 5, WALResetsDeferred: 4, WALResetsForced: 3}
 		},
 		objectCounts: func(fn func(string, int64)) bool {
 			fn("configmaps", 3)
@@ -251,6 +251,9 @@ func TestStoreCollector_Collect(t *testing.T) {
 		{"etcd_mvcc_db_total_size_in_use_in_bytes", "", dto.MetricType_GAUGE, 8192},
 		{"edgeapi_store_over_quota", "", dto.MetricType_GAUGE, 1},
 		{"edgeapi_store_quota_exceeded_total", "", dto.MetricType_COUNTER, 2},
+		{"edgeapi_store_wal_resets_total", "", dto.MetricType_COUNTER, 5},
+		{"edgeapi_store_wal_resets_deferred_total", "", dto.MetricType_COUNTER, 4},
+		{"edgeapi_store_wal_resets_forced_total", "", dto.MetricType_COUNTER, 3},
 		{"edgeapi_watch_cache_events", "", dto.MetricType_GAUGE, 10},
 		{"edgeapi_watch_cache_bytes", "", dto.MetricType_GAUGE, 2000},
 		{"edgeapi_watch_cache_watchers", "", dto.MetricType_GAUGE, 4},
