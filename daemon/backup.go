@@ -18,7 +18,8 @@ import (
 )
 
 // This file is `edgeapi check`, `edgeapi backup` and `edgeapi restore`:
-// thin commands over store.Check, store.Backup and store.Restore.
+// thin commands over store.Check, store.Backup and store.Restore, and
+// the backup endpoint.
 
 // errCheckFailed is check's error when it found broken invariants (it
 // has printed them).
@@ -246,10 +247,16 @@ func runRestore(ctx context.Context, args []string) error {
 // stored object, Secrets included.
 const backupPath = "/debug/edgeapi/backup"
 
-// backupHandler serves backupPath: it writes the copy (store.DB.Backup,
-// a read transaction beside the writer) to a private directory under the
-// data dir's backupScratchDir, opens it, removes it and streams it. The copy's revision is in the
-// X-Edgeapi-Revision header.
+// backupHandler serves backupPath: it streams the copy (store.DB's
+// BackupStream, a read transaction beside the writer) page by page from
+// the snapshot into the response, with no copy on the daemon's disk. The
+// copy's size is known when the snapshot is taken, so the answer carries
+// its Content-Length, and its revision in the X-Edgeapi-Revision header.
+// A backup given up before it started answers 503 with Retry-After (the
+// WAL or the disk at its bound: a state that passes); one given up while
+// it is sent (the WAL grew past its bound behind a slow client, say) cuts
+// the response short, so the client gets fewer bytes than the
+// Content-Length says and an error, never a whole-looking file.
 func (d *daemon) backupHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
@@ -257,70 +264,43 @@ func (d *daemon) backupHandler() http.Handler {
 			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		b, ok := d.db.(store.Backuper)
+		b, ok := d.db.(store.BackupStreamer)
 		if !ok {
 			http.Error(w, "back up: this storage backend has no backup here; back up etcd with `etcdctl snapshot save`", http.StatusNotImplemented)
 			return
 		}
-		scratch := filepath.Join(d.cfg.DataDir, backupScratchDir)
-		if err := os.MkdirAll(scratch, 0o700); err != nil {
-			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
-			return
-		}
-		dir, err := os.MkdirTemp(scratch, "backup-")
-		if err != nil {
-			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
-			return
-		}
-		defer os.RemoveAll(dir)
-		path := filepath.Join(dir, "edgeapi.backup")
-		rev, err := b.Backup(r.Context(), path)
-		if errors.Is(err, store.ErrBackupAborted) {
-			// The WAL or the disk reached its bound while the copy
-			// ran: a state that passes, as a 503 says.
+		var size int64 = -1
+		rev, err := b.BackupStream(r.Context(), func(rev, n int64) (io.Writer, error) {
+			size = n
+			w.Header().Set("Content-Type", "application/vnd.sqlite3")
+			w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+			w.Header().Set("X-Edgeapi-Revision", strconv.FormatInt(rev, 10))
+			w.WriteHeader(http.StatusOK)
+			return w, nil
+		})
+		switch {
+		case err == nil:
+			d.log.Info("backup sent", zap.Int64("rev", rev), zap.Int64("bytes", size))
+		case size >= 0:
+			// The status is sent: cut the response short.
+			d.log.Warn("send backup", zap.Error(err))
+			panic(http.ErrAbortHandler)
+		case errors.Is(err, store.ErrBackupAborted):
 			w.Header().Set("Retry-After", "10")
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		if err != nil {
+		default:
 			d.log.Error("back up", zap.Error(err))
 			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
-			return
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
-			return
-		}
-		defer f.Close()
-		st, err := f.Stat()
-		if err != nil {
-			http.Error(w, fmt.Sprintf("back up: %v", err), http.StatusInternalServerError)
-			return
-		}
-		// The open file is all that is needed: remove the directory now,
-		// so that nothing is left even before the copy is sent.
-		if err := os.RemoveAll(dir); err != nil {
-			d.log.Warn("remove backup copy", zap.Error(err))
-		}
-		w.Header().Set("Content-Type", "application/vnd.sqlite3")
-		w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
-		w.Header().Set("X-Edgeapi-Revision", strconv.FormatInt(rev, 10))
-		w.WriteHeader(http.StatusOK)
-		if _, err := io.Copy(w, f); err != nil {
-			d.log.Warn("send backup", zap.Error(err))
-			return
-		}
-		d.log.Info("backup sent", zap.Int64("rev", rev), zap.Int64("bytes", st.Size()))
 	})
 }
 
-// backupScratchDir is the data dir's directory for the endpoint's copies
-// while they are sent.
+// backupScratchDir is the data dir's directory where daemons before the
+// streamed backup kept the endpoint's copies while they were sent.
 const backupScratchDir = "backups.tmp"
 
-// removeBackupScratch removes the copies a daemon killed while sending
-// them left behind. The caller holds the data dir lock.
+// removeBackupScratch removes the copies such a daemon, killed while
+// sending one, left behind. The caller holds the data dir lock.
 func removeBackupScratch(dataDir string, log *zap.Logger) {
 	if err := os.RemoveAll(filepath.Join(dataDir, backupScratchDir)); err != nil {
 		log.Warn("remove leftover backup copies", zap.Error(err))

@@ -214,12 +214,16 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 	if err != nil {
 		return 0, 0, fmt.Errorf("back up: %w", err)
 	}
-	size, err = copyWritingBack(f, resp.Body)
+	// Paced as the daemon's own backups are written (store.PacedWriter):
+	// a copy the size of the database, synced at once, made the daemon's
+	// commits on the same file system wait behind it.
+	pw := store.NewPacedWriter(f)
+	size, err = io.Copy(pw, resp.Body)
 	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
 		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = pw.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -232,33 +236,6 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 		return 0, 0, fmt.Errorf("back up: %w", err)
 	}
 	return rev, size, nil
-}
-
-// copyWritingBack copies r to f, handing what it wrote to the disk every
-// few megabytes (store.WriteBackFrom) rather than leaving it all to the
-// final fsync: a copy the size of the database, synced at once, made the
-// daemon's commits on the same file system wait behind it.
-func copyWritingBack(f *os.File, r io.Reader) (int64, error) {
-	buf := make([]byte, 1<<20)
-	var n, synced int64
-	for {
-		m, rerr := r.Read(buf)
-		if m > 0 {
-			if _, err := f.Write(buf[:m]); err != nil {
-				return n, err
-			}
-			n += int64(m)
-			if n-synced >= 8<<20 {
-				synced = store.WriteBackFrom(f, synced)
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
 }
 
 // backupStatusError is fetchBackup's error for an answer other than 200.

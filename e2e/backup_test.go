@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -305,9 +306,10 @@ func TestBackup_endpointNeedsAdmin(t *testing.T) {
 	}
 }
 
-// TestBackup_endpointLeavesNothing checks that the endpoint's copy is
-// removed once sent, and that a copy left by a daemon killed while
-// sending one is removed at the next start.
+// TestBackup_endpointLeavesNothing checks that the endpoint leaves no
+// file in the data dir (it streams the copy from its snapshot), and that
+// a copy left in backups.tmp by an older daemon killed while sending one
+// is removed at the next start.
 func TestBackup_endpointLeavesNothing(t *testing.T) {
 	requireSQLite(t)
 	dataDir := t.TempDir()
@@ -322,11 +324,26 @@ func TestBackup_endpointLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Errorf("after start: %s: %v, want it removed", left, err)
 	}
+	names := func() []string {
+		entries, err := os.ReadDir(dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	before := names()
 	if _, err := backupOverHTTP(t, d, filepath.Join(t.TempDir(), "b")); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(filepath.Join(dataDir, "backups.tmp"))
-	if err != nil || len(entries) != 0 {
+	if (err != nil && !os.IsNotExist(err)) || len(entries) != 0 {
 		t.Errorf("after a backup: backups.tmp holds %v (%v), want nothing", entries, err)
+	}
+	if got := names(); !slices.Equal(got, before) {
+		t.Errorf("data dir after a backup = %v, want %v as before it", got, before)
 	}
 }
