@@ -109,8 +109,9 @@ func runBackup(ctx context.Context, args []string) error {
 	kubeconfigPath := fs.String("kubeconfig", "", "instead of reading the data dir, ask the running daemon for the copy over HTTPS as this kubeconfig `file` says (server, CA, client certificate or token); needs a user RBAC lets get "+backupPath+" (system:masters)")
 	contextName := fs.String("context", "", "with --kubeconfig, the kubeconfig's context to use (default its current-context)")
 	to := fs.String("to", "", "the backup `file` to write; it must not exist")
+	maxRate := fs.Int64("max-rate", 0, "write the copy at most this many `MiB` a second (0: as fast as the disk takes it); slower takes less of the CPU and the disk from the daemon's writes at a time, but holds the copy's snapshot, and the WAL's growth behind it, for longer")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR [--direct] | --unix-socket PATH | --kubeconfig FILE] --to FILE\n\n"+
+		fmt.Fprintf(fs.Output(), "Usage: edgeapi backup [--data-dir DIR [--direct] | --unix-socket PATH | --kubeconfig FILE] [--max-rate MIB] --to FILE\n\n"+
 			"Write a consistent copy of the database to FILE. The daemon may be running: with --data-dir\n"+
 			"the copy is then asked of it over HTTPS with DIR/kubeconfig (as with --kubeconfig), and the\n"+
 			"daemon bounds the WAL's growth while it copies; a stopped data dir is read directly. Writes\n"+
@@ -126,8 +127,14 @@ func runBackup(ctx context.Context, args []string) error {
 		fmt.Fprintf(fs.Output(), "%v\n", err)
 		return usageError{err}
 	}
+	if *maxRate < 0 {
+		err := errors.New("--max-rate must not be negative")
+		fmt.Fprintf(fs.Output(), "%v\n", err)
+		return usageError{err}
+	}
+	rate := *maxRate << 20
 	fetch := func(target apiTarget, where string) error {
-		rev, size, err := fetchBackup(ctx, target, *to)
+		rev, size, err := fetchBackup(ctx, target, *to, rate)
 		if err != nil {
 			return err
 		}
@@ -156,7 +163,7 @@ func runBackup(ctx context.Context, args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "edgeapi backup: cannot ask the running daemon with %s (%v); reading the database beside it\n", kc, err)
 	}
-	rev, err := store.Backup(ctx, filepath.Join(*dataDir, dbFileName), *to)
+	rev, err := store.BackupWith(ctx, filepath.Join(*dataDir, dbFileName), *to, store.BackupOptions{MaxRate: rate})
 	if err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestBackupHandler_fetch(t *testing.T) {
 				return 0, aborted
 			}
 			cut := filepath.Join(dir, "cut")
-			if _, _, err := fetchBackup(ctx, target, cut); err == nil {
+			if _, _, err := fetchBackup(ctx, target, cut, 0); err == nil {
 				t.Errorf("fetchBackup() of a backup aborted while sent: error nil, want one")
 			}
 			for _, p := range []string{cut, cut + ".partial"} {
@@ -77,7 +77,7 @@ func TestBackupHandler_fetch(t *testing.T) {
 
 			stream = func(func(rev, size int64) (io.Writer, error)) (int64, error) { return 0, aborted }
 			refused := filepath.Join(dir, "refused")
-			_, _, err := fetchBackup(ctx, target, refused)
+			_, _, err := fetchBackup(ctx, target, refused, 0)
 			var se *backupStatusError
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), "503") || !strings.Contains(err.Error(), "the WAL grew to 9 bytes") {
 				t.Errorf("fetchBackup() of a backup aborted before it started: error %v, want the 503 with the store's reason", err)
@@ -99,7 +99,7 @@ func TestBackupHandler_fetch(t *testing.T) {
 				return 42, nil
 			}
 			ok := filepath.Join(dir, "ok")
-			rev, size, err := fetchBackup(ctx, target, ok)
+			rev, size, err := fetchBackup(ctx, target, ok, 0)
 			if err != nil || rev != 42 || size != int64(len(whole)) {
 				t.Fatalf("fetchBackup() = %d, %d, %v; want revision 42, %d bytes", rev, size, err, len(whole))
 			}

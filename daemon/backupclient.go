@@ -184,10 +184,12 @@ func kubeconfigTarget(path, contextName string) (apiTarget, error) {
 
 // fetchBackup gets backupPath from the daemon at target and writes it to
 // the new file to, through to.partial (synced, checked against the
-// Content-Length, then renamed). It returns the copy's revision and size.
+// Content-Length, then renamed), at most maxRate bytes a second (0: no
+// bound; the daemon's copy then goes no faster). It returns the copy's
+// revision and size.
 // An answer other than 200 is an error that quotes the daemon's Status
 // message (403 for a user RBAC does not let get backupPath).
-func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size int64, err error) {
+func fetchBackup(ctx context.Context, target apiTarget, to string, maxRate int64) (rev, size int64, err error) {
 	if _, err := os.Lstat(to); err == nil {
 		return 0, 0, fmt.Errorf("back up: %s already exists", to)
 	}
@@ -217,7 +219,7 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 	// Paced as the daemon's own backups are written (store.PacedWriter):
 	// a copy the size of the database, synced at once, made the daemon's
 	// commits on the same file system wait behind it.
-	pw := store.NewPacedWriter(f)
+	pw := store.NewPacedWriter(f, maxRate)
 	size, err = io.Copy(pw, resp.Body)
 	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
 		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)

@@ -33,6 +33,20 @@ import (
 // checkpoints cannot pass the snapshot until it ends). to must not exist.
 // It returns the revision the copy holds.
 func Backup(ctx context.Context, path, to string) (rev int64, err error) {
+	return BackupWith(ctx, path, to, BackupOptions{})
+}
+
+// BackupOptions are how Backup writes its copy.
+type BackupOptions struct {
+	// MaxRate is the most bytes a second the copy is written at; 0 for
+	// no bound but the disk's. A bound takes CPU time and disk bandwidth
+	// from the daemon's commits more evenly, and holds the snapshot (and
+	// the WAL's growth behind it) for longer.
+	MaxRate int64
+}
+
+// BackupWith is Backup written as opts say.
+func BackupWith(ctx context.Context, path, to string, opts BackupOptions) (rev int64, err error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
@@ -40,6 +54,7 @@ func Backup(ctx context.Context, path, to string) (rev int64, err error) {
 	if err != nil {
 		return 0, err
 	}
+	out.maxRate = opts.MaxRate
 	rev, err = backupFrom(ctx, path, out.start)
 	return rev, out.finish(err)
 }
@@ -272,6 +287,7 @@ func (s *backupSnapshot) copyTo(ctx context.Context, w io.Writer) error {
 // renamed to to.
 type backupFile struct {
 	to, tmp string
+	maxRate int64
 	f       *os.File
 	w       *PacedWriter
 }
@@ -291,7 +307,7 @@ func (b *backupFile) start(_, _ int64) (io.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.f, b.w = f, NewPacedWriter(f)
+	b.f, b.w = f, NewPacedWriter(f, b.maxRate)
 	return b.w, nil
 }
 

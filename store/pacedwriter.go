@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"os"
+	"time"
 )
 
 // PacedWriter writes a large file (a backup: the size of the database)
@@ -14,8 +15,13 @@ import (
 // or two of the copy rather than behind hundreds of megabytes, and the copy
 // does not push the daemon's own pages out of memory. Where
 // sync_file_range does not exist it only writes (Sync writes the rest).
+// With a maximum rate it also sleeps so as not to write faster than that.
 type PacedWriter struct {
 	f *os.File
+	// maxRate is the most bytes a second Write lets through, 0 for no
+	// bound; begun is when the first Write began.
+	maxRate int64
+	begun   time.Time
 	// written is how much was written; started is where the write-back
 	// started so far ends, waited where the finished write-back ends.
 	written, started, waited int64
@@ -27,15 +33,32 @@ type PacedWriter struct {
 const pacedWindow = 1 << 20 // bytes
 
 // NewPacedWriter returns a PacedWriter that writes f from its current
-// offset, which must be 0.
-func NewPacedWriter(f *os.File) *PacedWriter { return &PacedWriter{f: f, window: pacedWindow} }
+// offset, which must be 0, at most maxRate bytes a second (0: as fast as
+// the disk takes them).
+func NewPacedWriter(f *os.File, maxRate int64) *PacedWriter {
+	return &PacedWriter{f: f, window: pacedWindow, maxRate: max(maxRate, 0)}
+}
+
+// rateSlack is how far ahead of its maximum rate a PacedWriter may get
+// before it sleeps, so that it sleeps a few times a second rather than at
+// every Write.
+const rateSlack = 10 * time.Millisecond
 
 // Write writes p and paces the write-back of what is written.
 func (w *PacedWriter) Write(p []byte) (int, error) {
+	if w.begun.IsZero() {
+		w.begun = time.Now()
+	}
 	n, err := w.f.Write(p)
 	w.written += int64(n)
 	for w.written-w.started >= w.window {
 		w.pace(w.started + w.window)
+	}
+	if w.maxRate > 0 {
+		due := time.Duration(float64(w.written) / float64(w.maxRate) * float64(time.Second))
+		if ahead := due - time.Since(w.begun); ahead >= rateSlack {
+			time.Sleep(ahead)
+		}
 	}
 	return n, err
 }
