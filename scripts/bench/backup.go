@@ -31,6 +31,8 @@ const (
 	// backupSnapshotHold is how long the foreign reader of the snapshot
 	// window holds its snapshot.
 	backupSnapshotHold = 10 * time.Second
+	// backupCappedRate is the --max-rate, in MiB/s, of the capped backup.
+	backupCappedRate = 32
 	// DefaultBackupTimeout bounds the whole workload.
 	DefaultBackupTimeout = 30 * time.Minute
 )
@@ -147,6 +149,26 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 			}
 			return strings.TrimSpace(string(o)) + "; " + toolCPU(cmd), fi.Size(), nil
 		}},
+	}
+	// The first kind again with the copy's rate bounded, where the binary
+	// has --max-rate.
+	if h, _ := exec.CommandContext(ctx, b.cfg.bin, "backup", "-h").CombinedOutput(); strings.Contains(string(h), "-max-rate") {
+		kinds = append(kinds, struct {
+			name, desc string
+			run        func(ctx context.Context) (string, int64, error)
+		}{"endpoint-capped", fmt.Sprintf("edgeapi backup --data-dir --max-rate %d (through the daemon, the copy written at most %d MiB/s)", backupCappedRate, backupCappedRate), func(ctx context.Context) (string, int64, error) {
+			to := filepath.Join(dir, "capped.backup")
+			cmd := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--max-rate", fmt.Sprint(backupCappedRate), "--to", to)
+			o, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(o), "from the daemon") {
+				return "", 0, fmt.Errorf("edgeapi backup: %v: %s", err, o)
+			}
+			fi, err := os.Stat(to)
+			if err != nil {
+				return "", 0, err
+			}
+			return strings.TrimSpace(string(o)) + "; " + toolCPU(cmd), fi.Size(), nil
+		}})
 	}
 	for _, k := range kinds {
 		w := target.backupWindow(ctx, k.name, k.run)
