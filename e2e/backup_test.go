@@ -9,7 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -77,14 +79,17 @@ func testBackupRestore(t *testing.T, how string) {
 	cs := d.Clientset()
 	createNamespace(t, cs, "bk")
 	cms := cs.CoreV1().ConfigMaps("bk")
-	create := func(name string) error {
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}, metav1.CreateOptions{})
-		return err
+	create := func(name string) (string, error) {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}, metav1.CreateOptions{})
+		if err != nil {
+			return "", err
+		}
+		return cm.ResourceVersion, nil
 	}
 	var before []string
 	for i := range 100 {
 		name := fmt.Sprintf("before-%03d", i)
-		if err := create(name); err != nil {
+		if _, err := create(name); err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		before = append(before, name)
@@ -94,6 +99,9 @@ func testBackupRestore(t *testing.T, how string) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var during int
+	// acked holds the creates beside the backup, with the revision each
+	// was acknowledged at.
+	acked := map[string]int64{}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -103,10 +111,18 @@ func testBackupRestore(t *testing.T, how string) {
 				return
 			default:
 			}
-			if err := create(fmt.Sprintf("during-%05d", i)); err != nil {
+			name := fmt.Sprintf("during-%05d", i)
+			rv, err := create(name)
+			if err != nil {
 				t.Errorf("create during backup: %v", err)
 				return
 			}
+			n, err := strconv.ParseInt(rv, 10, 64)
+			if err != nil {
+				t.Errorf("create %s: resourceVersion %q: %v", name, rv, err)
+				return
+			}
+			acked[name] = n
 			during++
 		}
 	}()
@@ -143,6 +159,11 @@ func testBackupRestore(t *testing.T, how string) {
 		t.Fatalf("backup failed (exit %d): %s%s", code, out, errOut)
 	}
 	t.Logf("backup: %s (%d creates ran beside it)", strings.TrimSpace(out), during)
+	m := regexp.MustCompile(`revision (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("backup output %q names no revision", out)
+	}
+	backupRev := mustRV(t, m[1])
 
 	// The newest revision the old daemon handed out.
 	list, err := cms.List(ctx, metav1.ListOptions{})
@@ -192,6 +213,21 @@ func testBackupRestore(t *testing.T, how string) {
 	if n := len(list.Items); n < len(before) || n > len(before)+during {
 		t.Errorf("after restore: %d objects, want %d to %d", n, len(before), len(before)+during)
 	}
+	// Exactly the creates acknowledged at or before the backup's revision.
+	var kept, dropped int
+	for name, rv := range acked {
+		switch {
+		case rv <= backupRev && !got[name]:
+			t.Errorf("after restore: %s (acknowledged at %d, the backup is at %d) is missing", name, rv, backupRev)
+		case rv > backupRev && got[name]:
+			t.Errorf("after restore: %s (acknowledged at %d, after the backup's %d) is present", name, rv, backupRev)
+		case rv <= backupRev:
+			kept++
+		default:
+			dropped++
+		}
+	}
+	t.Logf("creates beside the backup: %d at or before its revision, %d after", kept, dropped)
 	if rv := mustRV(t, list.ResourceVersion); rv <= lastRV {
 		t.Errorf("after restore: list resourceVersion %d, want above the old daemon's %d", rv, lastRV)
 	}
