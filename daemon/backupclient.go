@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -173,9 +174,12 @@ func kubeconfigTarget(path, contextName string) (apiTarget, error) {
 	}
 	return apiTarget{
 		client: &http.Client{Transport: &http.Transport{
-			Proxy:             http.ProxyFromEnvironment,
-			TLSClientConfig:   tlsCfg,
-			ForceAttemptHTTP2: true,
+			Proxy:           http.ProxyFromEnvironment,
+			TLSClientConfig: tlsCfg,
+			// HTTP/1.1: the one request is a bulk download, for which
+			// HTTP/2's framing and flow control cost the daemon and this
+			// client about a third more CPU (measured: 2.2–2.4 against
+			// 3.3–3.9 s of the daemon's for a 1 GB copy).
 		}},
 		base:   strings.TrimSuffix(u.String(), "/"),
 		header: header,
@@ -184,10 +188,12 @@ func kubeconfigTarget(path, contextName string) (apiTarget, error) {
 
 // fetchBackup gets backupPath from the daemon at target and writes it to
 // the new file to, through to.partial (synced, checked against the
-// Content-Length, then renamed). It returns the copy's revision and size.
+// Content-Length, then renamed), at most maxRate bytes a second (0: no
+// bound; the daemon's copy then goes no faster). It returns the copy's
+// revision and size.
 // An answer other than 200 is an error that quotes the daemon's Status
 // message (403 for a user RBAC does not let get backupPath).
-func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size int64, err error) {
+func fetchBackup(ctx context.Context, target apiTarget, to string, maxRate int64) (rev, size int64, err error) {
 	if _, err := os.Lstat(to); err == nil {
 		return 0, 0, fmt.Errorf("back up: %s already exists", to)
 	}
@@ -214,12 +220,20 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 	if err != nil {
 		return 0, 0, fmt.Errorf("back up: %w", err)
 	}
-	size, err = copyWritingBack(f, resp.Body)
+	// Paced as the daemon's own backups are written (store.PacedWriter):
+	// a copy the size of the database, synced at once, made the daemon's
+	// commits on the same file system wait behind it.
+	pw := store.NewPacedWriter(f, maxRate)
+	bw := bufio.NewWriterSize(pw, copyBuffer)
+	size, err = io.Copy(bw, resp.Body)
+	if err == nil {
+		err = bw.Flush()
+	}
 	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
 		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
 	}
 	if err == nil {
-		err = f.Sync()
+		err = pw.Sync()
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
@@ -234,32 +248,10 @@ func fetchBackup(ctx context.Context, target apiTarget, to string) (rev, size in
 	return rev, size, nil
 }
 
-// copyWritingBack copies r to f, handing what it wrote to the disk every
-// few megabytes (store.WriteBackFrom) rather than leaving it all to the
-// final fsync: a copy the size of the database, synced at once, made the
-// daemon's commits on the same file system wait behind it.
-func copyWritingBack(f *os.File, r io.Reader) (int64, error) {
-	buf := make([]byte, 1<<20)
-	var n, synced int64
-	for {
-		m, rerr := r.Read(buf)
-		if m > 0 {
-			if _, err := f.Write(buf[:m]); err != nil {
-				return n, err
-			}
-			n += int64(m)
-			if n-synced >= 8<<20 {
-				synced = store.WriteBackFrom(f, synced)
-			}
-		}
-		if rerr == io.EOF {
-			return n, nil
-		}
-		if rerr != nil {
-			return n, rerr
-		}
-	}
-}
+// copyBuffer is how much fetchBackup gathers from the response before
+// it writes to the file: the response comes in pieces of a TLS record or
+// less, each a write of its own without it.
+const copyBuffer = 1 << 20
 
 // backupStatusError is fetchBackup's error for an answer other than 200.
 type backupStatusError struct{ status, msg string }

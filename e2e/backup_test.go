@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -76,14 +79,17 @@ func testBackupRestore(t *testing.T, how string) {
 	cs := d.Clientset()
 	createNamespace(t, cs, "bk")
 	cms := cs.CoreV1().ConfigMaps("bk")
-	create := func(name string) error {
-		_, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}, metav1.CreateOptions{})
-		return err
+	create := func(name string) (string, error) {
+		cm, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: map[string]string{"k": name}}, metav1.CreateOptions{})
+		if err != nil {
+			return "", err
+		}
+		return cm.ResourceVersion, nil
 	}
 	var before []string
 	for i := range 100 {
 		name := fmt.Sprintf("before-%03d", i)
-		if err := create(name); err != nil {
+		if _, err := create(name); err != nil {
 			t.Fatalf("create %s: %v", name, err)
 		}
 		before = append(before, name)
@@ -93,6 +99,9 @@ func testBackupRestore(t *testing.T, how string) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	var during int
+	// acked holds the creates beside the backup, with the revision each
+	// was acknowledged at.
+	acked := map[string]int64{}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -102,10 +111,18 @@ func testBackupRestore(t *testing.T, how string) {
 				return
 			default:
 			}
-			if err := create(fmt.Sprintf("during-%05d", i)); err != nil {
+			name := fmt.Sprintf("during-%05d", i)
+			rv, err := create(name)
+			if err != nil {
 				t.Errorf("create during backup: %v", err)
 				return
 			}
+			n, err := strconv.ParseInt(rv, 10, 64)
+			if err != nil {
+				t.Errorf("create %s: resourceVersion %q: %v", name, rv, err)
+				return
+			}
+			acked[name] = n
 			during++
 		}
 	}()
@@ -120,9 +137,11 @@ func testBackupRestore(t *testing.T, how string) {
 			code, errOut = 1, err.Error()
 		}
 	case "unix-socket":
-		out, errOut, code = edgeapiTool(t, "backup", "--unix-socket", socket, "--to", backup)
+		// A bound on the rate far above what this copy needs: the
+		// flag is taken and the copy is whole.
+		out, errOut, code = edgeapiTool(t, "backup", "--unix-socket", socket, "--max-rate", "64", "--to", backup)
 	case "direct":
-		out, errOut, code = edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--direct", "--to", backup)
+		out, errOut, code = edgeapiTool(t, "backup", "--data-dir", d.DataDir, "--direct", "--max-rate", "64", "--to", backup)
 		if strings.Contains(out, "from the daemon") {
 			t.Errorf("edgeapi backup --direct asked the daemon: %s", out)
 		}
@@ -140,6 +159,11 @@ func testBackupRestore(t *testing.T, how string) {
 		t.Fatalf("backup failed (exit %d): %s%s", code, out, errOut)
 	}
 	t.Logf("backup: %s (%d creates ran beside it)", strings.TrimSpace(out), during)
+	m := regexp.MustCompile(`revision (\d+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("backup output %q names no revision", out)
+	}
+	backupRev := mustRV(t, m[1])
 
 	// The newest revision the old daemon handed out.
 	list, err := cms.List(ctx, metav1.ListOptions{})
@@ -189,6 +213,21 @@ func testBackupRestore(t *testing.T, how string) {
 	if n := len(list.Items); n < len(before) || n > len(before)+during {
 		t.Errorf("after restore: %d objects, want %d to %d", n, len(before), len(before)+during)
 	}
+	// Exactly the creates acknowledged at or before the backup's revision.
+	var kept, dropped int
+	for name, rv := range acked {
+		switch {
+		case rv <= backupRev && !got[name]:
+			t.Errorf("after restore: %s (acknowledged at %d, the backup is at %d) is missing", name, rv, backupRev)
+		case rv > backupRev && got[name]:
+			t.Errorf("after restore: %s (acknowledged at %d, after the backup's %d) is present", name, rv, backupRev)
+		case rv <= backupRev:
+			kept++
+		default:
+			dropped++
+		}
+	}
+	t.Logf("creates beside the backup: %d at or before its revision, %d after", kept, dropped)
 	if rv := mustRV(t, list.ResourceVersion); rv <= lastRV {
 		t.Errorf("after restore: list resourceVersion %d, want above the old daemon's %d", rv, lastRV)
 	}
@@ -305,9 +344,10 @@ func TestBackup_endpointNeedsAdmin(t *testing.T) {
 	}
 }
 
-// TestBackup_endpointLeavesNothing checks that the endpoint's copy is
-// removed once sent, and that a copy left by a daemon killed while
-// sending one is removed at the next start.
+// TestBackup_endpointLeavesNothing checks that the endpoint leaves no
+// file in the data dir (it streams the copy from its snapshot), and that
+// a copy left in backups.tmp by an older daemon killed while sending one
+// is removed at the next start.
 func TestBackup_endpointLeavesNothing(t *testing.T) {
 	requireSQLite(t)
 	dataDir := t.TempDir()
@@ -322,11 +362,26 @@ func TestBackup_endpointLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(left); !os.IsNotExist(err) {
 		t.Errorf("after start: %s: %v, want it removed", left, err)
 	}
+	names := func() []string {
+		entries, err := os.ReadDir(dataDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range entries {
+			out = append(out, e.Name())
+		}
+		return out
+	}
+	before := names()
 	if _, err := backupOverHTTP(t, d, filepath.Join(t.TempDir(), "b")); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := os.ReadDir(filepath.Join(dataDir, "backups.tmp"))
-	if err != nil || len(entries) != 0 {
+	if (err != nil && !os.IsNotExist(err)) || len(entries) != 0 {
 		t.Errorf("after a backup: backups.tmp holds %v (%v), want nothing", entries, err)
+	}
+	if got := names(); !slices.Equal(got, before) {
+		t.Errorf("data dir after a backup = %v, want %v as before it", got, before)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,14 +14,18 @@ import (
 	"go.uber.org/zap"
 )
 
-// This file is backup and restore. A backup is a consistent copy of the
-// database made by VACUUM INTO in one read transaction: in WAL mode a
-// reader never blocks the writer, so a backup may run beside a daemon
+// This file is backup and restore. A backup is a copy of the database's
+// pages read in one read transaction (SQLite's sqlite_dbpage table, which
+// reads each page through the pager, so from the transaction's snapshot:
+// the database file and the WAL frames committed before it): in WAL mode
+// a reader never blocks the writer, so a backup may run beside a daemon
 // (from another process, or inside it) as well as on a stopped data dir.
-// A restore puts a backup in place and moves its revision past any the
-// old daemon may have handed out, marking all history before it compacted,
-// so that clients' old resourceVersions get 410 Gone instead of a history
-// that never happened.
+// The copy is the database file as it would be after a checkpoint at the
+// snapshot, free pages included, still in WAL mode. A restore puts a
+// backup in place and moves its revision past any the old daemon may have
+// handed out, marking all history before it compacted, so that clients'
+// old resourceVersions get 410 Gone instead of a history that never
+// happened.
 
 // Backup writes a consistent copy of the database at path to the new
 // file to, reading it in one read transaction on a connection of its own
@@ -28,43 +33,63 @@ import (
 // checkpoints cannot pass the snapshot until it ends). to must not exist.
 // It returns the revision the copy holds.
 func Backup(ctx context.Context, path, to string) (rev int64, err error) {
+	return BackupWith(ctx, path, to, BackupOptions{})
+}
+
+// BackupOptions are how Backup writes its copy.
+type BackupOptions struct {
+	// MaxRate is the most bytes a second the copy is written at; 0 for
+	// no bound but the disk's. A bound takes CPU time and disk bandwidth
+	// from the daemon's commits more evenly, and holds the snapshot (and
+	// the WAL's growth behind it) for longer.
+	MaxRate int64
+}
+
+// BackupWith is Backup written as opts say.
+func BackupWith(ctx context.Context, path, to string, opts BackupOptions) (rev int64, err error) {
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
-	if _, err := os.Lstat(to); err == nil {
-		return 0, fmt.Errorf("back up: %s already exists", to)
-	}
-	d, err := dsn(path, "busy_timeout("+strconv.Itoa(busyTimeout)+")")
+	out, err := newBackupFile(to)
 	if err != nil {
 		return 0, err
 	}
-	sdb, err := sql.Open("sqlite", d)
-	if err != nil {
-		return 0, fmt.Errorf("back up: %w", err)
-	}
-	defer sdb.Close()
-	conn, err := sdb.Conn(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("back up: %w", err)
-	}
-	defer conn.Close()
-	return backupOn(ctx, conn, to)
+	out.maxRate = opts.MaxRate
+	rev, err = backupFrom(ctx, path, out.start)
+	return rev, out.finish(err)
 }
 
-// Backup is the package's Backup run inside a daemon, on a connection of
-// its own (the read pool's are query-only, which VACUUM INTO refuses). It
-// counts as a read transaction in flight, so the checkpointer does not
-// park the writer for a WAL reset the backup's snapshot would hold back.
-//
-// While the backup's snapshot is open, no checkpoint can copy the frames
-// written after it into the database, nor start the WAL again, so the WAL
-// file grows by everything written meanwhile. Backup bounds that: it
-// watches the WAL and the file system while it copies, and gives up with
-// ErrBackupAborted (removing its partial copy, and ending the snapshot)
-// once the WAL file has grown past backupWALLimit of the database's size,
-// or the file system has less than the space reserve (Config.ReserveBytes,
-// at least minFreeBytes) left. Retrying when writes are quieter helps.
+// Backup is BackupStream into the new file to (which must not exist),
+// written as Backup writes it.
 func (db *DB) Backup(ctx context.Context, to string) (rev int64, err error) {
+	out, err := newBackupFile(to)
+	if err != nil {
+		return 0, err
+	}
+	rev, err = db.BackupStream(ctx, out.start)
+	return rev, out.finish(err)
+}
+
+// BackupStream writes a consistent copy of the database, as Backup writes
+// it to a file, to the writer start returns. It reads the copy in one read
+// transaction on a connection of its own and calls start once the
+// snapshot is taken, with the revision the copy holds and its exact size
+// in bytes; then it writes the copy's pages, in order, to the writer, and
+// returns the revision. An error after start was called means the writer
+// got less than size bytes.
+//
+// The backup counts as a read transaction in flight, so the checkpointer
+// does not park the writer for a WAL reset the backup's snapshot would
+// hold back. While the snapshot is open, no checkpoint can copy the frames
+// written after it into the database, nor start the WAL again, so the WAL
+// file grows by everything written meanwhile; a slow writer makes that
+// last longer. BackupStream bounds it: it watches the WAL and the file
+// system while it copies, and gives up with ErrBackupAborted (ending the
+// snapshot) once the WAL file has grown past backupWALLimit of the
+// database's size, or the file system has less than the space reserve
+// (Config.ReserveBytes, at least minFreeBytes) left. Retrying when writes
+// are quieter helps.
+func (db *DB) BackupStream(ctx context.Context, start func(rev, size int64) (io.Writer, error)) (rev int64, err error) {
 	db.backups.Add(1)
 	defer db.backups.Add(-1)
 	if err := db.readers.enter(ctx); err != nil {
@@ -99,7 +124,7 @@ func (db *DB) Backup(ctx context.Context, to string) (rev int64, err error) {
 			}
 		}
 	}()
-	rev, err = Backup(ctx, db.cfg.Path, to)
+	rev, err = backupFrom(ctx, db.cfg.Path, start)
 	if cause := context.Cause(ctx); err != nil && errors.Is(cause, ErrBackupAborted) {
 		db.log.Warn("backup aborted", zap.Error(cause))
 		return 0, fmt.Errorf("back up: %w", cause)
@@ -120,106 +145,198 @@ var (
 )
 
 // backupWALLimit is the WAL file size at which a backup inside the daemon
-// gives up: the database's size (the backup's own copy takes as much), at
-// least minBackupWALLimit. So a backup never needs more than about twice
-// the database's size free beside it.
+// gives up: the database's size (a backup written to the same file system
+// takes as much), at least minBackupWALLimit. So a backup never needs more
+// than about twice the database's size free beside it.
 func backupWALLimit(dbBytes int64) int64 { return max(dbBytes, minBackupWALLimit) }
 
-// backupOn copies the database conn reads to the file to, and returns
-// the copy's revision. The copy is written with owner-only permissions
-// and synced before it is reported done.
-func backupOn(ctx context.Context, conn *sql.Conn, to string) (int64, error) {
-	// The temp name keeps a half-written copy from being taken for a
-	// backup; the rename makes it appear whole.
-	tmp := to + ".partial"
-	_ = os.Remove(tmp)
-	stopWriteBack := writeBackWhileWritten(tmp)
-	_, err := conn.ExecContext(ctx, "VACUUM INTO ?", tmp)
-	stopWriteBack()
+// backupFrom opens the database at path on a connection of its own, takes
+// a snapshot, calls start with its revision and size, and writes its
+// pages to the writer start returns.
+func backupFrom(ctx context.Context, path string, start func(rev, size int64) (io.Writer, error)) (int64, error) {
+	d, err := dsn(path, "busy_timeout("+strconv.Itoa(busyTimeout)+")", "query_only(1)")
 	if err != nil {
-		_ = os.Remove(tmp)
-		return 0, fmt.Errorf("back up: %w", err)
-	}
-	rev, err := syncBackup(tmp)
-	if err != nil {
-		_ = os.Remove(tmp)
 		return 0, err
 	}
-	if err := os.Rename(tmp, to); err != nil {
-		_ = os.Remove(tmp)
+	sdb, err := sql.Open("sqlite", d)
+	if err != nil {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
-	if err := syncDir(filepath.Dir(to)); err != nil {
+	defer sdb.Close()
+	conn, err := sdb.Conn(ctx)
+	if err != nil {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
-	return rev, nil
+	defer conn.Close()
+	s, err := beginSnapshot(ctx, conn)
+	if err != nil {
+		return 0, fmt.Errorf("back up: %w", err)
+	}
+	defer s.tx.Rollback() //nolint:errcheck // a read transaction
+	w, err := start(s.rev, s.size())
+	if err != nil {
+		return 0, fmt.Errorf("back up: %w", err)
+	}
+	if err := s.copyTo(ctx, w); err != nil {
+		return 0, fmt.Errorf("back up: %w", err)
+	}
+	return s.rev, nil
 }
 
-// backupWriteBackInterval is how often writeBackWhileWritten hands the
-// copy's new pages to the kernel.
-const backupWriteBackInterval = 20 * time.Millisecond
+// backupSnapshot is one read transaction over a whole database, whose
+// pages a backup copies.
+type backupSnapshot struct {
+	tx *sql.Tx
+	// rev is the revision the snapshot holds; pages and pageSize are its
+	// page count and page size.
+	rev, pages, pageSize int64
+}
 
-// writeBackWhileWritten writes the file at path back to disk, a window at
-// a time, while SQLite writes it, until the returned stop is called. The
-// copy is the size of the database: left to the final fsync, hundreds of
-// megabytes of dirty pages made the commits' fsyncs of the WAL, on the
-// same file system, wait behind them.
-func writeBackWhileWritten(path string) (stop func()) {
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var f *os.File
-		defer func() {
-			if f != nil {
-				f.Close()
-			}
-		}()
-		var off int64
-		t := time.NewTicker(backupWriteBackInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-			if f == nil {
-				var err error
-				if f, err = os.Open(path); err != nil {
-					f = nil
-					continue
-				}
-			}
-			off = WriteBackFrom(f, off)
+// beginSnapshot begins a read transaction on conn and reads the
+// snapshot's revision and size in it.
+func beginSnapshot(ctx context.Context, conn *sql.Conn) (*backupSnapshot, error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := &backupSnapshot{tx: tx}
+	// The first read takes the snapshot; the rest read the same one.
+	err = tx.QueryRowContext(ctx, sqlReadRev, metaRev).Scan(&s.rev)
+	if err != nil {
+		err = fmt.Errorf("read revision: %w", err)
+	} else if err = tx.QueryRowContext(ctx, "PRAGMA page_count").Scan(&s.pages); err != nil {
+		err = fmt.Errorf("read page count: %w", err)
+	} else if err = tx.QueryRowContext(ctx, "PRAGMA page_size").Scan(&s.pageSize); err != nil {
+		err = fmt.Errorf("read page size: %w", err)
+	}
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return s, nil
+}
+
+// size is the copy's size in bytes.
+func (s *backupSnapshot) size() int64 { return s.pages * s.pageSize }
+
+// backupChunk is how much of the copy copyTo hands to its writer at a
+// time.
+const backupChunk = 256 << 10 // bytes
+
+// copyTo writes the snapshot's pages, 1 to s.pages, to w. A page
+// sqlite_dbpage does not return (the lock-byte page of a database past
+// 1 GiB, which SQLite never uses) is written as zeros.
+func (s *backupSnapshot) copyTo(ctx context.Context, w io.Writer) error {
+	rows, err := s.tx.QueryContext(ctx, "SELECT pgno, data FROM sqlite_dbpage")
+	if err != nil {
+		return fmt.Errorf("read pages: %w", err)
+	}
+	defer rows.Close()
+	buf := make([]byte, 0, backupChunk+int(s.pageSize))
+	var written int64
+	flush := func() error {
+		n, err := w.Write(buf)
+		written += int64(n)
+		buf = buf[:0]
+		return err
+	}
+	zeros := func(to int64) {
+		for pg := written/s.pageSize + int64(len(buf))/s.pageSize + 1; pg < to; pg++ {
+			buf = append(buf, make([]byte, s.pageSize)...)
 		}
-	}()
-	return func() {
-		close(done)
-		<-finished
 	}
+	for rows.Next() {
+		var pgno int64
+		var data sql.RawBytes
+		if err := rows.Scan(&pgno, &data); err != nil {
+			return fmt.Errorf("read pages: %w", err)
+		}
+		if pgno > s.pages {
+			break
+		}
+		zeros(pgno)
+		switch int64(len(data)) {
+		case s.pageSize:
+			buf = append(buf, data...)
+		case 0:
+			buf = append(buf, make([]byte, s.pageSize)...)
+		default:
+			return fmt.Errorf("read page %d: %d bytes, want %d", pgno, len(data), s.pageSize)
+		}
+		if len(buf) >= backupChunk {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read pages: %w", err)
+	}
+	zeros(s.pages + 1)
+	if err := flush(); err != nil {
+		return err
+	}
+	if written != s.size() {
+		return fmt.Errorf("copied %d bytes of %d", written, s.size())
+	}
+	return nil
 }
 
-// syncBackup restricts the copy at path to its owner, reads its revision
-// and fsyncs it.
-func syncBackup(path string) (int64, error) {
-	if err := os.Chmod(path, 0o600); err != nil {
-		return 0, fmt.Errorf("back up: %w", err)
+// backupFile is a backup being written to a file: to.partial until it is
+// whole, so that a half-written copy is not taken for a backup, then
+// renamed to to.
+type backupFile struct {
+	to, tmp string
+	maxRate int64
+	f       *os.File
+	w       *PacedWriter
+}
+
+// newBackupFile refuses a file to that exists.
+func newBackupFile(to string) (*backupFile, error) {
+	if _, err := os.Lstat(to); err == nil {
+		return nil, fmt.Errorf("back up: %s already exists", to)
 	}
-	rev, err := readRev(path)
+	return &backupFile{to: to, tmp: to + ".partial"}, nil
+}
+
+// start creates to.partial, owner-only; it is backupFrom's start.
+func (b *backupFile) start(_, _ int64) (io.Writer, error) {
+	_ = os.Remove(b.tmp)
+	f, err := os.OpenFile(b.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return 0, fmt.Errorf("back up: %w", err)
+		return nil, err
 	}
-	f, err := os.Open(path)
+	b.f, b.w = f, NewPacedWriter(f, b.maxRate)
+	return b.w, nil
+}
+
+// finish ends the copy that ended with err: on success it syncs the file,
+// renames it to to and syncs the directory; otherwise, or if that fails,
+// it removes the file. It returns the first error.
+func (b *backupFile) finish(err error) error {
+	if b.f == nil {
+		return err
+	}
+	if err == nil {
+		err = b.w.Sync()
+	}
+	if cerr := b.f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("back up: %w", cerr)
+	}
+	if err == nil {
+		if rerr := os.Rename(b.tmp, b.to); rerr != nil {
+			err = fmt.Errorf("back up: %w", rerr)
+		}
+	}
 	if err != nil {
-		return 0, fmt.Errorf("back up: %w", err)
+		_ = os.Remove(b.tmp)
+		return err
 	}
-	defer f.Close()
-	writeBack(f) // what writeBackWhileWritten left, a window at a time
-	if err := f.Sync(); err != nil {
-		return 0, fmt.Errorf("back up: sync: %w", err)
+	if err := syncDir(filepath.Dir(b.to)); err != nil {
+		return fmt.Errorf("back up: %w", err)
 	}
-	return rev, nil
+	return nil
 }
 
 // readRev returns the current revision stored in the database at path,
@@ -239,14 +356,18 @@ func readRev(path string) (int64, error) {
 	}
 	defer sdb.Close()
 	var rev int64
-	err = sdb.QueryRowContext(context.Background(), `SELECT MAX(
-	COALESCE((SELECT value FROM meta WHERE key = ?), 0),
-	COALESCE((SELECT MAX(rev) FROM changelog), 0))`, metaRev).Scan(&rev)
+	err = sdb.QueryRowContext(context.Background(), sqlReadRev, metaRev).Scan(&rev)
 	if err != nil {
 		return 0, fmt.Errorf("read revision of %s: %w", path, err)
 	}
 	return rev, nil
 }
+
+// sqlReadRev reads a database's current revision: max(meta's and the
+// change log's), as Open recovers it.
+const sqlReadRev = `SELECT MAX(
+	COALESCE((SELECT value FROM meta WHERE key = ?), 0),
+	COALESCE((SELECT MAX(rev) FROM changelog), 0))`
 
 // RestoreResult is what Restore did.
 type RestoreResult struct {

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"io"
+)
 
 // The interfaces below are what a backend may offer beyond Store. The
 // SQLite store (*DB) implements them all; the etcd store (store/etcdstore)
@@ -34,9 +37,17 @@ type Backuper interface {
 	Backup(ctx context.Context, to string) (rev int64, err error)
 }
 
+// BackupStreamer writes a consistent copy of the whole store to the
+// writer start returns, once it knows the copy's revision and size (see
+// DB.BackupStream).
+type BackupStreamer interface {
+	BackupStream(ctx context.Context, start func(rev, size int64) (io.Writer, error)) (rev int64, err error)
+}
+
 var (
-	_ StatsReporter = (*DB)(nil)
-	_ ObjectCounter = (*DB)(nil)
-	_ Prober        = (*DB)(nil)
-	_ Backuper      = (*DB)(nil)
+	_ BackupStreamer = (*DB)(nil)
+	_ StatsReporter  = (*DB)(nil)
+	_ ObjectCounter  = (*DB)(nil)
+	_ Prober         = (*DB)(nil)
+	_ Backuper       = (*DB)(nil)
 )

@@ -30,21 +30,18 @@ func writeBack(f *os.File) {
 	}
 }
 
-// WriteBackFrom is writeBack for a file being written from start to end:
-// it writes back the whole windows from off up to f's size and returns
-// the offset it got to, for the next call. Exported for the backup
-// client, which writes a copy the size of the database.
-func WriteBackFrom(f *os.File, off int64) int64 {
-	fi, err := f.Stat()
-	if err != nil {
-		return off
-	}
-	fd := int(f.Fd())
+// startWriteBack starts writing f's dirty pages in [off, off+n) to disk
+// and returns without waiting for them.
+func startWriteBack(f *os.File, off, n int64) {
+	_ = unix.SyncFileRange(int(f.Fd()), off, n, unix.SYNC_FILE_RANGE_WRITE)
+}
+
+// waitWriteBack writes f's dirty pages in [off, off+n) to disk, waits for
+// them, and drops them from the page cache (errors are ignored: the fsync
+// that must follow reports them).
+func waitWriteBack(f *os.File, off, n int64) {
 	const flags = unix.SYNC_FILE_RANGE_WAIT_BEFORE | unix.SYNC_FILE_RANGE_WRITE | unix.SYNC_FILE_RANGE_WAIT_AFTER
-	for ; off+writeBackWindow <= fi.Size(); off += writeBackWindow {
-		if unix.SyncFileRange(fd, off, writeBackWindow, flags) != nil {
-			return off
-		}
+	if unix.SyncFileRange(int(f.Fd()), off, n, flags) == nil {
+		_ = unix.Fadvise(int(f.Fd()), off, n, unix.FADV_DONTNEED)
 	}
-	return off
 }

@@ -31,6 +31,8 @@ const (
 	// backupSnapshotHold is how long the foreign reader of the snapshot
 	// window holds its snapshot.
 	backupSnapshotHold = 10 * time.Second
+	// backupCappedRate is the --max-rate, in MiB/s, of the capped backup.
+	backupCappedRate = 32
 	// DefaultBackupTimeout bounds the whole workload.
 	DefaultBackupTimeout = 30 * time.Minute
 )
@@ -123,7 +125,8 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 		run        func(ctx context.Context) (string, int64, error)
 	}{
 		{"endpoint", "edgeapi backup --data-dir (the daemon running: through it, GET /debug/edgeapi/backup with the data dir's kubeconfig)", func(ctx context.Context) (string, int64, error) {
-			o, err := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--to", endpointFile).CombinedOutput()
+			cmd := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--to", endpointFile)
+			o, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(o), "from the daemon") {
 				return "", 0, fmt.Errorf("edgeapi backup: %v: %s", err, o)
 			}
@@ -131,11 +134,12 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 			if err != nil {
 				return "", 0, err
 			}
-			return strings.TrimSpace(string(o)), fi.Size(), nil
+			return strings.TrimSpace(string(o)) + "; " + toolCPU(cmd), fi.Size(), nil
 		}},
 		{"beside", "edgeapi backup --data-dir --direct (a reader in another process)", func(ctx context.Context) (string, int64, error) {
 			to := filepath.Join(dir, "beside.backup")
-			o, err := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--direct", "--to", to).CombinedOutput()
+			cmd := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--direct", "--to", to)
+			o, err := cmd.CombinedOutput()
 			if err != nil {
 				return "", 0, fmt.Errorf("edgeapi backup: %w: %s", err, o)
 			}
@@ -143,8 +147,28 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 			if err != nil {
 				return "", 0, err
 			}
-			return strings.TrimSpace(string(o)), fi.Size(), nil
+			return strings.TrimSpace(string(o)) + "; " + toolCPU(cmd), fi.Size(), nil
 		}},
+	}
+	// The first kind again with the copy's rate bounded, where the binary
+	// has --max-rate.
+	if h, _ := exec.CommandContext(ctx, b.cfg.bin, "backup", "-h").CombinedOutput(); strings.Contains(string(h), "-max-rate") {
+		kinds = append(kinds, struct {
+			name, desc string
+			run        func(ctx context.Context) (string, int64, error)
+		}{"endpoint-capped", fmt.Sprintf("edgeapi backup --data-dir --max-rate %d (through the daemon, the copy written at most %d MiB/s)", backupCappedRate, backupCappedRate), func(ctx context.Context) (string, int64, error) {
+			to := filepath.Join(dir, "capped.backup")
+			cmd := exec.CommandContext(ctx, b.cfg.bin, "backup", "--data-dir", dataDir, "--max-rate", fmt.Sprint(backupCappedRate), "--to", to)
+			o, err := cmd.CombinedOutput()
+			if err != nil || !strings.Contains(string(o), "from the daemon") {
+				return "", 0, fmt.Errorf("edgeapi backup: %v: %s", err, o)
+			}
+			fi, err := os.Stat(to)
+			if err != nil {
+				return "", 0, err
+			}
+			return strings.TrimSpace(string(o)) + "; " + toolCPU(cmd), fi.Size(), nil
+		}})
 	}
 	for _, k := range kinds {
 		w := target.backupWindow(ctx, k.name, k.run)
@@ -159,6 +183,8 @@ func runBackup(ctx context.Context, b *bench) ([]Result, error) {
 		r.note("longest write during it %s (p99 %s, %d creates, %.0f/s); in the %s before: max %s, p99 %s (%d creates, %.0f/s)",
 			fmtMS(ds.MaxMS), fmtMS(ds.P99MS), w.during.n, float64(w.during.n)/w.took.Seconds(),
 			backupLead, fmtMS(bs.MaxMS), fmtMS(bs.P99MS), w.beforeH.n, float64(w.beforeH.n)/backupLead.Seconds())
+		r.note("commit fsyncs during it: %s; in the %s before: %s", w.fsyncDuring, backupLead, w.fsyncBefore)
+		r.note("during it: %s; before: %s", w.useDuring, w.useBefore)
 		r.note("WAL file at most %.1f MiB during it (%.1f MiB before); over the lead, the backup and the tail: %d checkpoints, %d WAL resets, %d put off",
 			float64(w.maxWAL)/(1<<20), float64(w.maxWALBefore)/(1<<20),
 			w.after.Checkpoints-w.before.Checkpoints, w.after.WALResets-w.before.WALResets, w.after.WALResetsDeferred-w.before.WALResetsDeferred)
@@ -233,6 +259,11 @@ type backupWindowResult struct {
 	// maxWALBefore during the lead.
 	maxWAL, maxWALBefore int64
 	before, after        compactionStats
+	// fsyncBefore and fsyncDuring are the daemon's commit fsyncs in the
+	// lead and during the action; useBefore and useDuring its CPU and
+	// disk writes.
+	fsyncBefore, fsyncDuring fsyncHist
+	useBefore, useDuring     string
 }
 
 // backupWindow runs the create-64 load for backupLead, then runs action
@@ -303,11 +334,19 @@ func (b *bench) backupWindow(ctx context.Context, name string, action func(ctx c
 	}()
 
 	res.before, _ = b.c.compactionStats(ctx)
+	fs0, _ := b.c.fsyncHistogram(ctx)
+	u0 := readDaemonUse(b.pid)
 	settle(ctx, backupLead)
+	fs1, _ := b.c.fsyncHistogram(ctx)
+	u1 := readDaemonUse(b.pid)
 	actionStarted.Store(true)
 	start := time.Now()
 	res.out, res.size, res.err = action(ctx)
 	end := time.Now()
+	fs2, _ := b.c.fsyncHistogram(ctx)
+	u2 := readDaemonUse(b.pid)
+	res.fsyncBefore, res.fsyncDuring = fs1.sub(fs0), fs2.sub(fs1)
+	res.useBefore, res.useDuring = u1.per(u0), u2.per(u1)
 	res.took = end.Sub(start)
 	settle(ctx, backupTail)
 	close(pollStop)
@@ -334,6 +373,11 @@ func (b *bench) backupWindow(ctx context.Context, name string, action func(ctx c
 		}
 	}
 	return res
+}
+
+// toolCPU says how much CPU the finished cmd used.
+func toolCPU(cmd *exec.Cmd) string {
+	return fmt.Sprintf("the backup command used %.2f s of CPU", (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds())
 }
 
 // holdSnapshot opens the database at path as another process's reader
