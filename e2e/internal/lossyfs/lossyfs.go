@@ -21,6 +21,10 @@
 // file needs. The page cache is dropped at each open (no FOPEN_KEEP_CACHE)
 // and entries and attributes are not cached, so a process that opens a
 // file after Cut sees the rolled-back contents.
+//
+// HoldSyncs makes it a disk that stops completing cache flushes: every
+// fsync and fdatasync waits, until ReleaseSyncs, while reads and writes go
+// on. A process killed meanwhile is not held: its fsync fails with EINTR.
 package lossyfs
 
 import (
@@ -42,6 +46,7 @@ type FS struct {
 
 	server *fuse.Server
 	root   *dirNode
+	gate   *syncGate
 }
 
 // Mount mounts a new, empty lossy file system on dir, an existing
@@ -55,7 +60,8 @@ func Mount(dir string) (*FS, error) {
 		return nil, fmt.Errorf("mount lossyfs: mount(2) needs root, and this process runs as uid %d", os.Geteuid())
 	}
 	var zero time.Duration
-	root := &dirNode{mode: 0o755}
+	gate := &syncGate{}
+	root := &dirNode{mode: 0o755, gate: gate}
 	server, err := fs.Mount(dir, root, &fs.Options{
 		MountOptions: fuse.MountOptions{
 			DirectMountStrict: true,
@@ -69,7 +75,68 @@ func Mount(dir string) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount lossyfs on %s: %w", dir, err)
 	}
-	return &FS{Dir: dir, server: server, root: root}, nil
+	return &FS{Dir: dir, server: server, root: root, gate: gate}, nil
+}
+
+// HoldSyncs makes every fsync and fdatasync from now on wait until
+// ReleaseSyncs. Holding syncs already held does nothing.
+func (f *FS) HoldSyncs() {
+	f.gate.mu.Lock()
+	defer f.gate.mu.Unlock()
+	if f.gate.release == nil {
+		f.gate.release = make(chan struct{})
+	}
+}
+
+// ReleaseSyncs lets the held fsyncs complete, and later ones pass.
+func (f *FS) ReleaseSyncs() {
+	f.gate.mu.Lock()
+	defer f.gate.mu.Unlock()
+	if f.gate.release != nil {
+		close(f.gate.release)
+		f.gate.release = nil
+	}
+}
+
+// HeldSyncs is the number of fsyncs waiting now for ReleaseSyncs.
+func (f *FS) HeldSyncs() int {
+	f.gate.mu.Lock()
+	defer f.gate.mu.Unlock()
+	return f.gate.waiting
+}
+
+// syncGate holds fsyncs while the file system's syncs are held.
+type syncGate struct {
+	mu sync.Mutex // guards the fields below
+	// release is closed by ReleaseSyncs; nil while syncs pass.
+	release chan struct{}
+	// waiting counts the fsyncs held now.
+	waiting int
+}
+
+// wait blocks while syncs are held, until they are released or ctx ends
+// (the kernel interrupts the request of a process being killed). It
+// returns EINTR in the second case.
+func (g *syncGate) wait(ctx context.Context) syscall.Errno {
+	g.mu.Lock()
+	release := g.release
+	if release == nil {
+		g.mu.Unlock()
+		return fs.OK
+	}
+	g.waiting++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-release:
+		return fs.OK
+	case <-ctx.Done():
+		return syscall.EINTR
+	}
 }
 
 // Unmount unmounts the file system and waits for its server to stop. If a
@@ -171,6 +238,8 @@ func syncDir(dir *fs.Inode) {
 type dirNode struct {
 	fs.Inode
 
+	gate *syncGate // shared by every node of the file system
+
 	mu   sync.Mutex // guards mode
 	mode uint32
 }
@@ -205,14 +274,14 @@ func (d *dirNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAtt
 }
 
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	f := &fileNode{mode: mode & 0o7777}
+	f := &fileNode{mode: mode & 0o7777, gate: d.gate}
 	ch := d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG})
 	f.attr(&out.Attr)
 	return ch, nil, 0, fs.OK
 }
 
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n := &dirNode{mode: mode & 0o7777}
+	n := &dirNode{mode: mode & 0o7777, gate: d.gate}
 	ch := d.NewPersistentInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFDIR})
 	out.Mode = fuse.S_IFDIR | n.mode
 	return ch, fs.OK
@@ -270,6 +339,9 @@ const renameNoReplace = 1
 
 // Fsync of a directory makes the creation of each file in it durable.
 func (d *dirNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	if errno := d.gate.wait(ctx); errno != fs.OK {
+		return errno
+	}
 	for _, ch := range d.Children() {
 		if n, ok := ch.Operations().(*fileNode); ok {
 			n.mu.Lock()
@@ -292,6 +364,8 @@ func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 // fileNode is a regular file: its contents now and as of its last fsync.
 type fileNode struct {
 	fs.Inode
+
+	gate *syncGate // shared by every node of the file system
 
 	mu     sync.Mutex // guards the fields below
 	mode   uint32
@@ -399,6 +473,9 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 // Fsync serves both fsync and fdatasync: the contents become the synced
 // contents, and the file's creation durable.
 func (f *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	if errno := f.gate.wait(ctx); errno != fs.OK {
+		return errno
+	}
 	f.sync()
 	return fs.OK
 }
