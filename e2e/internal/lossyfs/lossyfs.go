@@ -15,6 +15,12 @@
 //     change). A renamed file keeps its synced contents and durability.
 //   - File modes, owners and times are not tracked across a cut.
 //
+// Owners are kept (a new file or directory belongs to its creator, chown
+// works) and go-fuse checks access(2) against them; the kernel itself
+// checks no permissions (no default_permissions). MountWith's AllowOther
+// lets other users than root use the mount, such as a service's dynamic
+// user.
+//
 // Byte-range (fcntl) and flock locks are left to the kernel, which keeps
 // them locally when the file system does not ask to handle them; mmap of a
 // file works through the page cache (no direct I/O), which SQLite's -shm
@@ -49,10 +55,23 @@ type FS struct {
 	gate   *syncGate
 }
 
+// Options are the mount's options.
+type Options struct {
+	// AllowOther lets users other than the one who mounted (root) use
+	// the file system (FUSE's allow_other).
+	AllowOther bool
+}
+
 // Mount mounts a new, empty lossy file system on dir, an existing
-// directory. It calls mount(2) itself (no fusermount), so it needs root
-// and /dev/fuse; the error says which is missing.
+// directory, that only root may use. It calls mount(2) itself (no
+// fusermount), so it needs root and /dev/fuse; the error says which is
+// missing.
 func Mount(dir string) (*FS, error) {
+	return MountWith(dir, Options{})
+}
+
+// MountWith is Mount with options.
+func MountWith(dir string, o Options) (*FS, error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, fmt.Errorf("mount lossyfs: /dev/fuse: %w", err)
 	}
@@ -65,6 +84,7 @@ func Mount(dir string) (*FS, error) {
 	server, err := fs.Mount(dir, root, &fs.Options{
 		MountOptions: fuse.MountOptions{
 			DirectMountStrict: true,
+			AllowOther:        o.AllowOther,
 			FsName:            "lossyfs",
 			Name:              "lossyfs",
 		},
@@ -240,8 +260,9 @@ type dirNode struct {
 
 	gate *syncGate // shared by every node of the file system
 
-	mu   sync.Mutex // guards mode
-	mode uint32
+	mu    sync.Mutex // guards mode and owner
+	mode  uint32
+	owner fuse.Owner
 }
 
 var (
@@ -260,6 +281,7 @@ func (d *dirNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrO
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out.Mode = fuse.S_IFDIR | d.mode
+	out.Owner = d.owner
 	out.Nlink = 2
 	return fs.OK
 }
@@ -269,22 +291,42 @@ func (d *dirNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAtt
 	if m, ok := in.GetMode(); ok {
 		d.mode = m & 0o7777
 	}
+	setOwner(&d.owner, in)
 	d.mu.Unlock()
 	return d.Getattr(ctx, fh, out)
 }
 
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	f := &fileNode{mode: mode & 0o7777, gate: d.gate}
+	f := &fileNode{mode: mode & 0o7777, owner: callerOwner(ctx), gate: d.gate}
 	ch := d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG})
 	f.attr(&out.Attr)
 	return ch, nil, 0, fs.OK
 }
 
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n := &dirNode{mode: mode & 0o7777, gate: d.gate}
+	n := &dirNode{mode: mode & 0o7777, owner: callerOwner(ctx), gate: d.gate}
 	ch := d.NewPersistentInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFDIR})
 	out.Mode = fuse.S_IFDIR | n.mode
+	out.Owner = n.owner
 	return ch, fs.OK
+}
+
+// callerOwner is the user and group of the process that made a request.
+func callerOwner(ctx context.Context) fuse.Owner {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return c.Owner
+	}
+	return fuse.Owner{}
+}
+
+// setOwner applies the owner and group a chown sets.
+func setOwner(owner *fuse.Owner, in *fuse.SetAttrIn) {
+	if uid, ok := in.GetUID(); ok {
+		owner.Uid = uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		owner.Gid = gid
+	}
 }
 
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -369,6 +411,7 @@ type fileNode struct {
 
 	mu     sync.Mutex // guards the fields below
 	mode   uint32
+	owner  fuse.Owner
 	data   []byte // current contents
 	synced []byte // contents at the last fsync
 	// durable is whether the file survives a cut: it was fsynced, or its
@@ -392,6 +435,7 @@ func (f *fileNode) attr(out *fuse.Attr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out.Mode = fuse.S_IFREG | f.mode
+	out.Owner = f.owner
 	out.Size = uint64(len(f.data))
 	out.Blocks = (out.Size + 511) / 512
 	out.Nlink = 1
@@ -465,6 +509,7 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 	if m, ok := in.GetMode(); ok {
 		f.mode = m & 0o7777
 	}
+	setOwner(&f.owner, in)
 	f.mu.Unlock()
 	f.attr(&out.Attr)
 	return fs.OK

@@ -281,3 +281,29 @@ func TestFS_HoldSyncs(t *testing.T) {
 		t.Errorf("after the cut = %q, want %q", got, "synced after")
 	}
 }
+
+func TestFS_Owners(t *testing.T) {
+	f := mount(t)
+	path := filepath.Join(f.Dir, "a")
+	writeFile(t, path, []byte("x"), false)
+	owner := func(path string) (uint32, uint32) {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return st.Uid, st.Gid
+	}
+	if uid, gid := owner(path); uid != uint32(os.Getuid()) || gid != uint32(os.Getgid()) {
+		t.Errorf("a new file's owner = %d:%d, want its creator's, %d:%d", uid, gid, os.Getuid(), os.Getgid())
+	}
+	for _, p := range []string{path, f.Dir} {
+		if err := os.Chown(p, 61184, 61185); err != nil {
+			t.Fatal(err)
+		}
+		if uid, gid := owner(p); uid != 61184 || gid != 61185 {
+			t.Errorf("%s after chown 61184:61185 = %d:%d", p, uid, gid)
+		}
+	}
+}
