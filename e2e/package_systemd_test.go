@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/edgeapi/edgeapi/e2e/internal/lossyfs"
 )
 
 // The packaged service under a real systemd: a Debian root with systemd
@@ -61,17 +63,8 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 		t.Skip("needs dpkg-deb (a Debian host)")
 	}
 	start := time.Now()
-	base := systemdRoot(t)
-	deb := buildDeb(t, "0.0.1~sd1")
-	root := copyRoot(t, base)
-	sys := bootSystemd(t, root, filepath.Dir(deb))
-	t.Logf("systemd booted after %v", time.Since(start).Round(time.Millisecond))
-
-	// Install: the postinst enables and starts the service.
-	sys.mustRun(t, "dpkg", "-i", "/mnt/debs/"+filepath.Base(deb))
-	if got := sys.output(t, "systemctl", "is-active", "edgeapi.service"); got != "active" {
-		t.Fatalf("systemctl is-active edgeapi.service after dpkg -i = %q, want active\n%s", got, sys.journal(t, "edgeapi.service"))
-	}
+	sys, root := installUnderSystemd(t, nil, nil)
+	t.Logf("installed and started after %v", time.Since(start).Round(time.Millisecond))
 	if got := sys.output(t, "systemctl", "is-enabled", "edgeapi.service"); got != "enabled" {
 		t.Errorf("systemctl is-enabled edgeapi.service = %q, want enabled", got)
 	}
@@ -92,20 +85,14 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 		t.Errorf("the daemon runs as uid %q, want a dynamic user", statusField(status, "Uid"))
 	}
 
-	kubeconfig := filepath.Join(root, "var/lib/edgeapi/kubeconfig")
+	kubeconfig := filepath.Join(root, "var/lib/private/edgeapi/kubeconfig")
 	sys.mustKubectl(t, kubeconfig, "create", "configmap", "before-watchdog", "--from-literal=k=v")
 	if res := sys.kubectl(t, kubeconfig, "get", "namespaces", "-o", "name"); res.ExitCode != 0 || !strings.Contains(res.Stdout, "namespace/default") {
 		t.Errorf("kubectl get namespaces: %s", res)
 	}
 
 	// The watchdog: a daemon that stops answering is killed and restarted.
-	dropIn := filepath.Join(root, "etc/systemd/system/edgeapi.service.d/test-watchdog.conf")
-	if err := os.MkdirAll(filepath.Dir(dropIn), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dropIn, fmt.Appendf(nil, "[Service]\nWatchdogSec=%ds\n", testWatchdogSec), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	dropIn := writeWatchdogDropIn(t, root)
 	sys.mustRun(t, "systemctl", "daemon-reload")
 	sys.mustRun(t, "systemctl", "restart", "edgeapi.service")
 	restarts := sys.show(t, "edgeapi.service", "NRestarts")
@@ -122,6 +109,7 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 			t.Errorf("the journal of edgeapi.service has no %q:\n%s", want, journal)
 		}
 	}
+	t.Logf("the journal on the way:\n%s", grepLines(journal, "Watchdog", "SIGABRT", "restart", "Started"))
 	if res := sys.kubectl(t, kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
 		t.Errorf("configmap after the watchdog's restart: %s", res)
 	}
@@ -227,6 +215,143 @@ func copyRoot(t *testing.T, base string) string {
 	return root
 }
 
+// TestPackage_DebUnderSystemdStuckWriter is the watchdog's reason to be:
+// the packaged service, under systemd, on a state directory whose disk
+// stops completing fsyncs (lossyfs bound at /var/lib/private/edgeapi,
+// with its syncs held). A write leaves the store's writer stuck in the
+// WAL's fsync; the daemon stops pinging while its HTTP server still works;
+// systemd's watchdog kills it (SIGABRT) and restarts it. Once the disk
+// completes fsyncs again the restarted daemon comes up and serves what was
+// written before; the held write is readable if kubectl saw it
+// acknowledged.
+//
+// It needs what TestPackage_DebUnderSystemd needs, and /dev/fuse.
+func TestPackage_DebUnderSystemdStuckWriter(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: systemd-nspawn, FUSE, chroot and dpkg into a Debian root")
+	}
+	if _, err := exec.LookPath("dpkg-deb"); err != nil {
+		t.Skip("needs dpkg-deb (a Debian host)")
+	}
+	requireSQLite(t)
+	dir, err := os.MkdirTemp("", "edgeapi-sdstate-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(dir) })
+	// The service's dynamic user, not root, uses it.
+	fsys, err := lossyfs.MountWith(dir, lossyfs.Options{AllowOther: true})
+	if err != nil {
+		t.Skipf("this machine cannot mount a FUSE file system: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := fsys.Unmount(); err != nil {
+			t.Errorf("%v", err)
+		}
+	})
+	start := time.Now()
+	sys, _ := installUnderSystemd(t, []string{"--bind", dir + ":/var/lib/private/edgeapi"}, func(root string) {
+		writeWatchdogDropIn(t, root)
+	})
+	// Cleanups run last first: the fsyncs are released before the
+	// container powers off, and the file system unmounted after.
+	t.Cleanup(fsys.ReleaseSyncs)
+	t.Logf("installed and started after %v", time.Since(start).Round(time.Millisecond))
+	if got := sys.output(t, "findmnt", "--noheadings", "--output", "FSTYPE", "/var/lib/private/edgeapi"); got != "fuse.lossyfs" {
+		t.Fatalf("the state directory's file system is %q, want fuse.lossyfs", got)
+	}
+	// The state directory is the lossyfs mount, seen from the host.
+	kubeconfig := filepath.Join(fsys.Dir, "kubeconfig")
+	sys.mustKubectl(t, kubeconfig, "create", "configmap", "before", "--from-literal=k=v")
+	restarts := sys.show(t, "edgeapi.service", "NRestarts")
+	stuck := sys.show(t, "edgeapi.service", "MainPID")
+
+	// The disk stops completing fsyncs, and a write waits for one.
+	fsys.HoldSyncs()
+	held := make(chan KubectlResult, 1)
+	go func() {
+		held <- sys.kubectl(t, kubeconfig, "create", "configmap", "held", "--from-literal=k=held")
+	}()
+	sys.waitFor(t, "the write's fsync to be held", func() bool { return fsys.HeldSyncs() > 0 })
+	sys.waitFor(t, "systemd to restart the daemon whose writer is stuck", func() bool {
+		return sys.show(t, "edgeapi.service", "NRestarts") != restarts
+	})
+	// The disk recovers; the new daemon may have waited for it to start.
+	fsys.ReleaseSyncs()
+	sys.waitFor(t, "the restarted daemon to be active", func() bool {
+		pid := sys.show(t, "edgeapi.service", "MainPID")
+		return pid != "0" && pid != stuck && sys.show(t, "edgeapi.service", "ActiveState") == "active"
+	})
+	journal := sys.journal(t, "edgeapi.service")
+	for _, want := range []string{"store writer", "Watchdog timeout", "SIGABRT"} {
+		if !strings.Contains(journal, want) {
+			t.Errorf("the journal of edgeapi.service has no %q:\n%s", want, journal)
+		}
+	}
+	t.Logf("the journal on the way:\n%s", grepLines(journal, "liveness probe", "Watchdog", "SIGABRT", "restart", "Started", "READY"))
+	if res := sys.kubectl(t, kubeconfig, "get", "configmap", "before", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
+		t.Errorf("configmap written before the stuck writer, after the restart: %s", res)
+	}
+	if res := <-held; res.ExitCode != 0 {
+		t.Logf("the held write was not acknowledged: %s", res)
+	} else if got := sys.kubectl(t, kubeconfig, "get", "configmap", "held", "-o", "jsonpath={.data.k}"); got.ExitCode != 0 || got.Stdout != "held" {
+		t.Errorf("the held write was acknowledged (%s) but reads back as: %s", res, got)
+	} else {
+		t.Logf("the held write was acknowledged and is readable after the restart")
+	}
+	t.Logf("done after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// installUnderSystemd builds the deb, boots a copy of systemdRoot with
+// nspawnArgs added to systemd-nspawn's, after prepare (when not nil) has
+// changed the root, installs the deb with dpkg and checks that the
+// postinst started edgeapi.service. It returns the system and its root
+// directory on the host.
+func installUnderSystemd(t *testing.T, nspawnArgs []string, prepare func(root string)) (*bootedSystem, string) {
+	t.Helper()
+	base := systemdRoot(t)
+	deb := buildDeb(t, "0.0.1~sd1")
+	root := copyRoot(t, base)
+	if prepare != nil {
+		prepare(root)
+	}
+	sys := bootSystemd(t, root, filepath.Dir(deb), nspawnArgs...)
+	sys.mustRun(t, "dpkg", "-i", "/mnt/debs/"+filepath.Base(deb))
+	if got := sys.output(t, "systemctl", "is-active", "edgeapi.service"); got != "active" {
+		t.Fatalf("systemctl is-active edgeapi.service after dpkg -i = %q, want active\n%s", got, sys.journal(t, "edgeapi.service"))
+	}
+	return sys, root
+}
+
+// writeWatchdogDropIn writes a drop-in that sets WatchdogSec= to
+// testWatchdogSec for edgeapi.service into root, and returns its path on
+// the host.
+func writeWatchdogDropIn(t *testing.T, root string) string {
+	t.Helper()
+	dropIn := filepath.Join(root, "etc/systemd/system/edgeapi.service.d/test-watchdog.conf")
+	if err := os.MkdirAll(filepath.Dir(dropIn), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dropIn, fmt.Appendf(nil, "[Service]\nWatchdogSec=%ds\n", testWatchdogSec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dropIn
+}
+
+// grepLines is the lines of text that hold any of words, for the log.
+func grepLines(text string, words ...string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		for _, w := range words {
+			if strings.Contains(line, w) {
+				b.WriteString(line + "\n")
+				break
+			}
+		}
+	}
+	return b.String()
+}
+
 // statusField is a field of /proc/PID/status, "" when absent.
 func statusField(status, field string) string {
 	for _, line := range strings.Split(status, "\n") {
@@ -304,12 +429,12 @@ type bootedSystem struct {
 }
 
 // bootSystemd boots root with systemd-nspawn, the directory debs bound
-// read-only at /mnt/debs, and waits until systemd reports the boot done
+// read-only at /mnt/debs and nspawnArgs added, and waits until systemd reports the boot done
 // (running or degraded). It powers the container off when the test ends.
 // It skips the test when systemd-nspawn is missing and cannot be
 // installed, or when systemd does not boot (a machine whose kernel or
 // cgroups it cannot use).
-func bootSystemd(t *testing.T, root, debs string) *bootedSystem {
+func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedSystem {
 	t.Helper()
 	nspawn, err := exec.LookPath("systemd-nspawn")
 	if err != nil {
@@ -327,9 +452,10 @@ func bootSystemd(t *testing.T, root, debs string) *bootedSystem {
 	s := &bootedSystem{nsenter: nsenter, console: &logBuffer{}, exited: make(chan struct{})}
 	// --register=no and --keep-unit: there is no systemd on the host to
 	// register the machine with or to make a scope in.
-	s.nspawn = exec.Command(nspawn, "--quiet", "--register=no", "--keep-unit", "--private-network",
-		"--directory", root, "--machine", "edgeapi-test", "--bind-ro", debs+":/mnt/debs",
-		"--console=passive", "--boot")
+	args := append([]string{"--quiet", "--register=no", "--keep-unit", "--private-network",
+		"--directory", root, "--machine", "edgeapi-test", "--bind-ro", debs + ":/mnt/debs",
+		"--console=passive"}, nspawnArgs...)
+	s.nspawn = exec.Command(nspawn, append(args, "--boot")...)
 	s.nspawn.Stdout, s.nspawn.Stderr = s.console, s.console
 	if err := s.nspawn.Start(); err != nil {
 		t.Skipf("start systemd-nspawn: %v", err)
