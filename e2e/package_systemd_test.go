@@ -62,6 +62,9 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 	if _, err := exec.LookPath("dpkg-deb"); err != nil {
 		t.Skip("needs dpkg-deb (a Debian host)")
 	}
+	// The deb's daemon is the SQLite build whatever the e2e run's backend:
+	// once is enough.
+	requireSQLite(t)
 	start := time.Now()
 	sys, root := installUnderSystemd(t, nil, nil)
 	t.Logf("installed and started after %v", time.Since(start).Round(time.Millisecond))
@@ -453,7 +456,7 @@ func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedS
 	// --register=no and --keep-unit: there is no systemd on the host to
 	// register the machine with or to make a scope in.
 	args := append([]string{"--quiet", "--register=no", "--keep-unit", "--private-network",
-		"--directory", root, "--machine", "edgeapi-test", "--bind-ro", debs + ":/mnt/debs",
+		"--directory", root, "--machine", filepath.Base(root), "--bind-ro", debs + ":/mnt/debs",
 		"--console=passive"}, nspawnArgs...)
 	s.nspawn = exec.Command(nspawn, append(args, "--boot")...)
 	s.nspawn.Stdout, s.nspawn.Stderr = s.console, s.console
