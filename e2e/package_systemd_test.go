@@ -48,6 +48,9 @@ const (
 //   - socket activation: with edgeapi.socket enabled the service is
 //     started by the first connection, and a client that connects while
 //     the service restarts is served, not refused;
+//   - an upgrade under the running systemd: the postinst restarts the
+//     service, and the edit to config.yaml, the data and the enabled
+//     socket unit stay;
 //   - `systemd-analyze security edgeapi`, logged;
 //   - remove and purge stop the units and leave the database.
 //
@@ -159,11 +162,11 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	out, err := sys.run("systemctl", "restart", "edgeapi.service")
+	out, restartErr := sys.run("systemctl", "restart", "edgeapi.service")
 	close(restarted)
 	<-clients
-	if err != nil {
-		t.Fatalf("systemctl restart edgeapi.service: %v\n%s", err, out)
+	if restartErr != nil {
+		t.Fatalf("systemctl restart edgeapi.service: %v\n%s", restartErr, out)
 	}
 	if pid := sys.show(t, "edgeapi.service", "MainPID"); pid == activated {
 		t.Errorf("MainPID is %s after the restart, as before it", pid)
@@ -174,6 +177,52 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 		}
 	}
 	t.Logf("%d clients during and after the restart", len(results))
+
+	// Upgrade under the running systemd: the postinst restarts the
+	// service, an edit to config.yaml stays, and so do the data and the
+	// enabled socket unit.
+	configPath := filepath.Join(root, "etc/edgeapi/config.yaml")
+	config, err := os.ReadFile(configPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(config), "\nlog-level: info\n", "\nlog-level: debug # edited by the administrator\n", 1)
+	if edited == string(config) {
+		t.Fatalf("config.yaml has no log-level: info line:\n%s", config)
+	}
+	if err := os.WriteFile(configPath, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	newDeb := buildDeb(t, "0.0.2~sd2")
+	b, err := os.ReadFile(newDeb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Into the container's root, which it sees as it is (its /tmp is a
+	// tmpfs of its own).
+	inside := "/var/tmp/" + filepath.Base(newDeb)
+	if err := os.WriteFile(filepath.Join(root, inside), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	beforeUpgrade := sys.show(t, "edgeapi.service", "MainPID")
+	sys.mustRun(t, "dpkg", "-i", inside)
+	if got := strings.TrimSpace(sys.mustRun(t, "dpkg-query", "-W", "-f", "${Version}", "edgeapi")); got != "0.0.2~sd2-1" {
+		t.Errorf("version after the upgrade = %q, want 0.0.2~sd2-1", got)
+	}
+	if got, err := os.ReadFile(configPath); err != nil || string(got) != edited {
+		t.Errorf("config.yaml after the upgrade (error %v):\n%s\nwant the administrator's edit:\n%s", err, got, edited)
+	}
+	for _, unit := range []string{"edgeapi.socket", "edgeapi.service"} {
+		if got := sys.output(t, "systemctl", "is-active", unit); got != "active" {
+			t.Errorf("%s is %q after the upgrade, want active", unit, got)
+		}
+	}
+	if pid := sys.show(t, "edgeapi.service", "MainPID"); pid == beforeUpgrade {
+		t.Errorf("MainPID is %s after the upgrade, as before it: the postinst did not restart the service", pid)
+	}
+	if res := sys.kubectl(t, kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
+		t.Errorf("configmap after the upgrade: %s", res)
+	}
 
 	// What systemd thinks of the sandbox, for the log.
 	if out, err := sys.run("systemd-analyze", "security", "--no-pager", "edgeapi.service"); err != nil {
@@ -482,22 +531,25 @@ func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedS
 		s.pid = containerInit(s.nspawn.Process.Pid)
 		time.Sleep(100 * time.Millisecond)
 	}
-	// systemctl fails to connect until systemd has made its socket; then
-	// --wait waits for the boot to end.
+	// PID 1 is systemd-nspawn's child until it execs systemd; systemctl
+	// then fails to connect (or says "offline") until systemd has made its
+	// socket, and after that --wait waits for the boot to end.
 	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
 	defer cancel()
-	for {
-		out, _ := s.command(ctx, "systemctl", "is-system-running", "--wait").CombinedOutput()
-		state := strings.TrimSpace(string(out))
-		if state == "running" || state == "degraded" {
-			return s
-		}
-		if ctx.Err() != nil || !strings.Contains(state, "Failed to connect to bus") {
-			failed, _ := s.run("systemctl", "--failed", "--no-pager")
-			t.Skipf("systemd did not boot in the container: is-system-running = %q\n%s\nconsole:\n%s", state, failed, s.console.String())
+	var state string
+	for ctx.Err() == nil {
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", s.pid)); strings.TrimSpace(string(comm)) == "systemd" {
+			out, _ := s.command(ctx, "systemctl", "is-system-running", "--wait").CombinedOutput()
+			state = strings.TrimSpace(string(out))
+			if state == "running" || state == "degraded" {
+				return s
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	failed, _ := s.run("systemctl", "--failed", "--no-pager")
+	t.Skipf("systemd did not boot in the container within %v: is-system-running = %q\n%s\nconsole:\n%s", bootTimeout, state, failed, s.console.String())
+	return nil
 }
 
 // containerInit is the host's pid of the child of systemd-nspawn (pid
