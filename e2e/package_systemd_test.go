@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -93,7 +94,7 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 
 	kubeconfig := filepath.Join(root, "var/lib/private/edgeapi/kubeconfig")
 	sys.mustKubectl(t, kubeconfig, "create", "configmap", "before-watchdog", "--from-literal=k=v")
-	if res := sys.kubectl(t, kubeconfig, "get", "namespaces", "-o", "name"); res.ExitCode != 0 || !strings.Contains(res.Stdout, "namespace/default") {
+	if res := sys.kubectl(kubeconfig, "get", "namespaces", "-o", "name"); res.ExitCode != 0 || !strings.Contains(res.Stdout, "namespace/default") {
 		t.Errorf("kubectl get namespaces: %s", res)
 	}
 
@@ -116,7 +117,7 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 		}
 	}
 	t.Logf("the journal on the way:\n%s", grepLines(journal, "Watchdog", "SIGABRT", "restart", "Started"))
-	if res := sys.kubectl(t, kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
+	if res := sys.kubectl(kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
 		t.Errorf("configmap after the watchdog's restart: %s", res)
 	}
 	if err := os.Remove(dropIn); err != nil {
@@ -131,7 +132,7 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 	if got := sys.output(t, "systemctl", "is-active", "edgeapi.service"); got != "inactive" {
 		t.Fatalf("edgeapi.service is %q before any connection, want inactive", got)
 	}
-	if res := sys.kubectl(t, kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
+	if res := sys.kubectl(kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
 		t.Errorf("kubectl through the socket unit, the service stopped: %s\n%s", res, sys.journal(t, "edgeapi.service"))
 	}
 	if got := sys.output(t, "systemctl", "is-active", "edgeapi.service"); got != "active" {
@@ -156,7 +157,7 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 				after++
 			default:
 			}
-			res := sys.kubectl(t, kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}")
+			res := sys.kubectl(kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}")
 			mu.Lock()
 			results = append(results, res)
 			mu.Unlock()
@@ -220,7 +221,7 @@ func TestPackage_DebUnderSystemd(t *testing.T) {
 	if pid := sys.show(t, "edgeapi.service", "MainPID"); pid == beforeUpgrade {
 		t.Errorf("MainPID is %s after the upgrade, as before it: the postinst did not restart the service", pid)
 	}
-	if res := sys.kubectl(t, kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
+	if res := sys.kubectl(kubeconfig, "get", "configmap", "before-watchdog", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
 		t.Errorf("configmap after the upgrade: %s", res)
 	}
 
@@ -322,7 +323,7 @@ func TestPackage_DebUnderSystemdStuckWriter(t *testing.T) {
 	fsys.HoldSyncs()
 	held := make(chan KubectlResult, 1)
 	go func() {
-		held <- sys.kubectl(t, kubeconfig, "create", "configmap", "held", "--from-literal=k=held")
+		held <- sys.kubectl(kubeconfig, "create", "configmap", "held", "--from-literal=k=held")
 	}()
 	sys.waitFor(t, "the write's fsync to be held", func() bool { return fsys.HeldSyncs() > 0 })
 	sys.waitFor(t, "systemd to restart the daemon whose writer is stuck", func() bool {
@@ -341,12 +342,12 @@ func TestPackage_DebUnderSystemdStuckWriter(t *testing.T) {
 		}
 	}
 	t.Logf("the journal on the way:\n%s", grepLines(journal, "liveness probe", "Watchdog", "SIGABRT", "restart", "Started", "READY"))
-	if res := sys.kubectl(t, kubeconfig, "get", "configmap", "before", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
+	if res := sys.kubectl(kubeconfig, "get", "configmap", "before", "-o", "jsonpath={.data.k}"); res.ExitCode != 0 || res.Stdout != "v" {
 		t.Errorf("configmap written before the stuck writer, after the restart: %s", res)
 	}
 	if res := <-held; res.ExitCode != 0 {
 		t.Logf("the held write was not acknowledged: %s", res)
-	} else if got := sys.kubectl(t, kubeconfig, "get", "configmap", "held", "-o", "jsonpath={.data.k}"); got.ExitCode != 0 || got.Stdout != "held" {
+	} else if got := sys.kubectl(kubeconfig, "get", "configmap", "held", "-o", "jsonpath={.data.k}"); got.ExitCode != 0 || got.Stdout != "held" {
 		t.Errorf("the held write was acknowledged (%s) but reads back as: %s", res, got)
 	} else {
 		t.Logf("the held write was acknowledged and is readable after the restart")
@@ -475,6 +476,12 @@ type bootedSystem struct {
 	// pid is the container's PID 1, systemd, as the host numbers it.
 	pid     int
 	nsenter string
+	// kubectlPath is the host's kubectl, and home its HOME.
+	kubectlPath, home string
+	// machine is the container's name.
+	machine string
+	// booted is set once systemd has finished booting.
+	booted  bool
 	nspawn  *exec.Cmd
 	console *logBuffer
 	exited  chan struct{}
@@ -490,8 +497,12 @@ func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedS
 	t.Helper()
 	nspawn, err := exec.LookPath("systemd-nspawn")
 	if err != nil {
-		if out, err := exec.Command("apt-get", "install", "-y", "systemd-container").CombinedOutput(); err != nil {
-			t.Skipf("systemd-nspawn is missing and apt-get install -y systemd-container failed: %v\n%s", err, tail(out))
+		// A new machine may have no package lists yet.
+		if _, err := exec.Command("apt-get", "install", "-y", "systemd-container").CombinedOutput(); err != nil {
+			exec.Command("apt-get", "update").Run()
+			if out, err := exec.Command("apt-get", "install", "-y", "systemd-container").CombinedOutput(); err != nil {
+				t.Skipf("systemd-nspawn is missing and apt-get install -y systemd-container failed: %v\n%s", err, tail(out))
+			}
 		}
 		if nspawn, err = exec.LookPath("systemd-nspawn"); err != nil {
 			t.Skipf("systemd-nspawn: %v", err)
@@ -501,11 +512,12 @@ func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedS
 	if err != nil {
 		t.Skipf("nsenter: %v", err)
 	}
-	s := &bootedSystem{nsenter: nsenter, console: &logBuffer{}, exited: make(chan struct{})}
+	s := &bootedSystem{nsenter: nsenter, kubectlPath: kubectlBin.Path(t), home: t.TempDir(),
+		machine: filepath.Base(root), console: &logBuffer{}, exited: make(chan struct{})}
 	// --register=no and --keep-unit: there is no systemd on the host to
 	// register the machine with or to make a scope in.
 	args := append([]string{"--quiet", "--register=no", "--keep-unit", "--private-network",
-		"--directory", root, "--machine", filepath.Base(root), "--bind-ro", debs + ":/mnt/debs",
+		"--directory", root, "--machine", s.machine, "--bind-ro", debs + ":/mnt/debs",
 		"--console=passive"}, nspawnArgs...)
 	s.nspawn = exec.Command(nspawn, append(args, "--boot")...)
 	s.nspawn.Stdout, s.nspawn.Stderr = s.console, s.console
@@ -542,6 +554,7 @@ func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedS
 			out, _ := s.command(ctx, "systemctl", "is-system-running", "--wait").CombinedOutput()
 			state = strings.TrimSpace(string(out))
 			if state == "running" || state == "degraded" {
+				s.booted = true
 				return s
 			}
 		}
@@ -575,6 +588,23 @@ func containerInit(nspawn int) int {
 // powerOff asks the container's systemd to power off (SIGTERM to
 // systemd-nspawn) and waits; past bootTimeout it kills the container.
 func (s *bootedSystem) powerOff(t *testing.T) {
+	defer func() {
+		// systemd-nspawn leaves this empty directory behind when it
+		// runs without a systemd on the host.
+		os.Remove(filepath.Join("/run/systemd/nspawn/propagate", s.machine))
+		if t.Failed() {
+			t.Logf("container console:\n%s", s.console.String())
+		}
+	}()
+	if !s.booted {
+		// A systemd that did not boot may not be there to power off.
+		if s.pid != 0 {
+			syscall.Kill(s.pid, syscall.SIGKILL)
+		}
+		s.nspawn.Process.Kill()
+		<-s.exited
+		return
+	}
 	s.nspawn.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
@@ -585,9 +615,6 @@ func (s *bootedSystem) powerOff(t *testing.T) {
 		}
 		s.nspawn.Process.Kill()
 		<-s.exited
-	}
-	if t.Failed() {
-		t.Logf("container console:\n%s", s.console.String())
 	}
 }
 
@@ -661,18 +688,37 @@ func (s *bootedSystem) waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // kubectl runs the host's kubectl in the container's network namespace
-// (where its 127.0.0.1 is) with kubeconfig, a path on the host.
-func (s *bootedSystem) kubectl(t *testing.T, kubeconfig string, args ...string) KubectlResult {
-	t.Helper()
-	full := append([]string{"--target", strconv.Itoa(s.pid), "--net", "--", kubectlBin.Path(t), "--kubeconfig", kubeconfig}, args...)
-	stdout, stderr, code := runTool(t, s.nsenter, full, []string{"HOME=" + t.TempDir(), "KUBECONFIG="}, "")
-	return KubectlResult{Args: args, Stdout: stdout, Stderr: stderr, ExitCode: code}
+// (where its 127.0.0.1 is) with kubeconfig, a path on the host, bounded
+// by twice the request timeout. It does not fail the test, so that
+// goroutines may call it: a kubectl that cannot run has exit code -1 and
+// the error in Stderr.
+func (s *bootedSystem) kubectl(kubeconfig string, args ...string) KubectlResult {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*requestTimeout)
+	defer cancel()
+	full := append([]string{"--target", strconv.Itoa(s.pid), "--net", "--", s.kubectlPath, "--kubeconfig", kubeconfig}, args...)
+	cmd := exec.CommandContext(ctx, s.nsenter, full...)
+	cmd.Env = append(os.Environ(), "HOME="+s.home, "KUBECONFIG=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	res := KubectlResult{Args: args}
+	err := cmd.Run()
+	var exitErr *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &exitErr):
+		res.ExitCode = exitErr.ExitCode()
+	default:
+		res.ExitCode = -1
+		stderr.WriteString(err.Error())
+	}
+	res.Stdout, res.Stderr = stdout.String(), stderr.String()
+	return res
 }
 
 // mustKubectl is kubectl that fails the test unless kubectl exits 0.
 func (s *bootedSystem) mustKubectl(t *testing.T, kubeconfig string, args ...string) KubectlResult {
 	t.Helper()
-	res := s.kubectl(t, kubeconfig, args...)
+	res := s.kubectl(kubeconfig, args...)
 	if res.ExitCode != 0 {
 		t.Fatalf("%s\n%s", res, s.journal(t, "edgeapi.service"))
 	}
