@@ -519,7 +519,16 @@ func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedS
 	args := append([]string{"--quiet", "--register=no", "--keep-unit", "--private-network",
 		"--directory", root, "--machine", s.machine, "--bind-ro", debs + ":/mnt/debs",
 		"--console=passive"}, nspawnArgs...)
-	s.nspawn = exec.Command(nspawn, append(args, "--boot")...)
+	args = append(args, "--boot")
+	if procs := containerCgroups(t, s.machine); len(procs) > 0 {
+		// Into the container's own cgroups first: with --keep-unit
+		// systemd-nspawn makes its payload and supervisor cgroups under
+		// its own.
+		script := `for p in ` + strings.Join(procs, " ") + `; do echo $$ > "$p" || exit 1; done; exec "$0" "$@"`
+		s.nspawn = exec.Command("/bin/sh", append([]string{"-c", script, nspawn}, args...)...)
+	} else {
+		s.nspawn = exec.Command(nspawn, args...)
+	}
 	s.nspawn.Stdout, s.nspawn.Stderr = s.console, s.console
 	if err := s.nspawn.Start(); err != nil {
 		t.Skipf("start systemd-nspawn: %v", err)
@@ -563,6 +572,58 @@ func bootSystemd(t *testing.T, root, debs string, nspawnArgs ...string) *bootedS
 	failed, _ := s.run("systemctl", "--failed", "--no-pager")
 	t.Skipf("systemd did not boot in the container within %v: is-system-running = %q\n%s\nconsole:\n%s", bootTimeout, state, failed, s.console.String())
 	return nil
+}
+
+// containerCgroups makes a cgroup named name for a container in each
+// hierarchy where systemd-nspawn makes its own (the cgroup2 one, and the
+// named systemd one of a hybrid layout), and returns the paths of their
+// cgroup.procs files. Without a systemd on the host, systemd-nspawn
+// --keep-unit would make them under the caller's cgroup, the root here,
+// where two containers would share them. It returns nothing on a host
+// whose PID 1 is systemd, where the caller's cgroup is a unit's. The
+// cgroups are removed when the test ends, after the container (cleanups
+// run last first).
+func containerCgroups(t *testing.T, name string) []string {
+	t.Helper()
+	if comm, _ := os.ReadFile("/proc/1/comm"); strings.TrimSpace(string(comm)) == "systemd" {
+		return nil
+	}
+	var procs []string
+	for _, base := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup/systemd", "/sys/fs/cgroup"} {
+		var fsys syscall.Statfs_t
+		if err := syscall.Statfs(base, &fsys); err != nil {
+			continue
+		}
+		// cgroup2 (0x63677270), or a v1 hierarchy (0x27e0eb) only
+		// when it is systemd's.
+		if fsys.Type != 0x63677270 && (fsys.Type != 0x27e0eb || filepath.Base(base) != "systemd") {
+			continue
+		}
+		dir := filepath.Join(base, name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatalf("make the container's cgroup: %v", err)
+		}
+		t.Cleanup(func() { removeCgroup(t, dir) })
+		procs = append(procs, filepath.Join(dir, "cgroup.procs"))
+	}
+	return procs
+}
+
+// removeCgroup removes the cgroup dir and those under it, deepest first.
+// A cgroup that still holds a process stays, with an error.
+func removeCgroup(t *testing.T, dir string) {
+	var dirs []string
+	filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, path)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := syscall.Rmdir(dirs[i]); err != nil {
+			t.Errorf("remove cgroup %s: %v", dirs[i], err)
+		}
+	}
 }
 
 // containerInit is the host's pid of the child of systemd-nspawn (pid
