@@ -15,12 +15,22 @@
 //     change). A renamed file keeps its synced contents and durability.
 //   - File modes, owners and times are not tracked across a cut.
 //
+// Owners are kept (a new file or directory belongs to its creator, chown
+// works) and go-fuse checks access(2) against them; the kernel itself
+// checks no permissions (no default_permissions). MountWith's AllowOther
+// lets other users than root use the mount, such as a service's dynamic
+// user.
+//
 // Byte-range (fcntl) and flock locks are left to the kernel, which keeps
 // them locally when the file system does not ask to handle them; mmap of a
 // file works through the page cache (no direct I/O), which SQLite's -shm
 // file needs. The page cache is dropped at each open (no FOPEN_KEEP_CACHE)
 // and entries and attributes are not cached, so a process that opens a
 // file after Cut sees the rolled-back contents.
+//
+// HoldSyncs makes it a disk that stops completing cache flushes: every
+// fsync and fdatasync waits, until ReleaseSyncs, while reads and writes go
+// on. A process killed meanwhile is not held: its fsync fails with EINTR.
 package lossyfs
 
 import (
@@ -42,12 +52,26 @@ type FS struct {
 
 	server *fuse.Server
 	root   *dirNode
+	gate   *syncGate
+}
+
+// Options are the mount's options.
+type Options struct {
+	// AllowOther lets users other than the one who mounted (root) use
+	// the file system (FUSE's allow_other).
+	AllowOther bool
 }
 
 // Mount mounts a new, empty lossy file system on dir, an existing
-// directory. It calls mount(2) itself (no fusermount), so it needs root
-// and /dev/fuse; the error says which is missing.
+// directory, that only root may use. It calls mount(2) itself (no
+// fusermount), so it needs root and /dev/fuse; the error says which is
+// missing.
 func Mount(dir string) (*FS, error) {
+	return MountWith(dir, Options{})
+}
+
+// MountWith is Mount with options.
+func MountWith(dir string, o Options) (*FS, error) {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return nil, fmt.Errorf("mount lossyfs: /dev/fuse: %w", err)
 	}
@@ -55,10 +79,12 @@ func Mount(dir string) (*FS, error) {
 		return nil, fmt.Errorf("mount lossyfs: mount(2) needs root, and this process runs as uid %d", os.Geteuid())
 	}
 	var zero time.Duration
-	root := &dirNode{mode: 0o755}
+	gate := &syncGate{}
+	root := &dirNode{mode: 0o755, gate: gate}
 	server, err := fs.Mount(dir, root, &fs.Options{
 		MountOptions: fuse.MountOptions{
 			DirectMountStrict: true,
+			AllowOther:        o.AllowOther,
 			FsName:            "lossyfs",
 			Name:              "lossyfs",
 		},
@@ -69,7 +95,68 @@ func Mount(dir string) (*FS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount lossyfs on %s: %w", dir, err)
 	}
-	return &FS{Dir: dir, server: server, root: root}, nil
+	return &FS{Dir: dir, server: server, root: root, gate: gate}, nil
+}
+
+// HoldSyncs makes every fsync and fdatasync from now on wait until
+// ReleaseSyncs. Holding syncs already held does nothing.
+func (f *FS) HoldSyncs() {
+	f.gate.mu.Lock()
+	defer f.gate.mu.Unlock()
+	if f.gate.release == nil {
+		f.gate.release = make(chan struct{})
+	}
+}
+
+// ReleaseSyncs lets the held fsyncs complete, and later ones pass.
+func (f *FS) ReleaseSyncs() {
+	f.gate.mu.Lock()
+	defer f.gate.mu.Unlock()
+	if f.gate.release != nil {
+		close(f.gate.release)
+		f.gate.release = nil
+	}
+}
+
+// HeldSyncs is the number of fsyncs waiting now for ReleaseSyncs.
+func (f *FS) HeldSyncs() int {
+	f.gate.mu.Lock()
+	defer f.gate.mu.Unlock()
+	return f.gate.waiting
+}
+
+// syncGate holds fsyncs while the file system's syncs are held.
+type syncGate struct {
+	mu sync.Mutex // guards the fields below
+	// release is closed by ReleaseSyncs; nil while syncs pass.
+	release chan struct{}
+	// waiting counts the fsyncs held now.
+	waiting int
+}
+
+// wait blocks while syncs are held, until they are released or ctx ends
+// (the kernel interrupts the request of a process being killed). It
+// returns EINTR in the second case.
+func (g *syncGate) wait(ctx context.Context) syscall.Errno {
+	g.mu.Lock()
+	release := g.release
+	if release == nil {
+		g.mu.Unlock()
+		return fs.OK
+	}
+	g.waiting++
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+	}()
+	select {
+	case <-release:
+		return fs.OK
+	case <-ctx.Done():
+		return syscall.EINTR
+	}
 }
 
 // Unmount unmounts the file system and waits for its server to stop. If a
@@ -171,8 +258,11 @@ func syncDir(dir *fs.Inode) {
 type dirNode struct {
 	fs.Inode
 
-	mu   sync.Mutex // guards mode
-	mode uint32
+	gate *syncGate // shared by every node of the file system
+
+	mu    sync.Mutex // guards mode and owner
+	mode  uint32
+	owner fuse.Owner
 }
 
 var (
@@ -191,6 +281,7 @@ func (d *dirNode) Getattr(ctx context.Context, fh fs.FileHandle, out *fuse.AttrO
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out.Mode = fuse.S_IFDIR | d.mode
+	out.Owner = d.owner
 	out.Nlink = 2
 	return fs.OK
 }
@@ -200,22 +291,42 @@ func (d *dirNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAtt
 	if m, ok := in.GetMode(); ok {
 		d.mode = m & 0o7777
 	}
+	setOwner(&d.owner, in)
 	d.mu.Unlock()
 	return d.Getattr(ctx, fh, out)
 }
 
 func (d *dirNode) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*fs.Inode, fs.FileHandle, uint32, syscall.Errno) {
-	f := &fileNode{mode: mode & 0o7777}
+	f := &fileNode{mode: mode & 0o7777, owner: callerOwner(ctx), gate: d.gate}
 	ch := d.NewPersistentInode(ctx, f, fs.StableAttr{Mode: fuse.S_IFREG})
 	f.attr(&out.Attr)
 	return ch, nil, 0, fs.OK
 }
 
 func (d *dirNode) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	n := &dirNode{mode: mode & 0o7777}
+	n := &dirNode{mode: mode & 0o7777, owner: callerOwner(ctx), gate: d.gate}
 	ch := d.NewPersistentInode(ctx, n, fs.StableAttr{Mode: fuse.S_IFDIR})
 	out.Mode = fuse.S_IFDIR | n.mode
+	out.Owner = n.owner
 	return ch, fs.OK
+}
+
+// callerOwner is the user and group of the process that made a request.
+func callerOwner(ctx context.Context) fuse.Owner {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return c.Owner
+	}
+	return fuse.Owner{}
+}
+
+// setOwner applies the owner and group a chown sets.
+func setOwner(owner *fuse.Owner, in *fuse.SetAttrIn) {
+	if uid, ok := in.GetUID(); ok {
+		owner.Uid = uid
+	}
+	if gid, ok := in.GetGID(); ok {
+		owner.Gid = gid
+	}
 }
 
 func (d *dirNode) Unlink(ctx context.Context, name string) syscall.Errno {
@@ -270,6 +381,9 @@ const renameNoReplace = 1
 
 // Fsync of a directory makes the creation of each file in it durable.
 func (d *dirNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	if errno := d.gate.wait(ctx); errno != fs.OK {
+		return errno
+	}
 	for _, ch := range d.Children() {
 		if n, ok := ch.Operations().(*fileNode); ok {
 			n.mu.Lock()
@@ -293,8 +407,11 @@ func (d *dirNode) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno
 type fileNode struct {
 	fs.Inode
 
+	gate *syncGate // shared by every node of the file system
+
 	mu     sync.Mutex // guards the fields below
 	mode   uint32
+	owner  fuse.Owner
 	data   []byte // current contents
 	synced []byte // contents at the last fsync
 	// durable is whether the file survives a cut: it was fsynced, or its
@@ -318,6 +435,7 @@ func (f *fileNode) attr(out *fuse.Attr) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	out.Mode = fuse.S_IFREG | f.mode
+	out.Owner = f.owner
 	out.Size = uint64(len(f.data))
 	out.Blocks = (out.Size + 511) / 512
 	out.Nlink = 1
@@ -391,6 +509,7 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 	if m, ok := in.GetMode(); ok {
 		f.mode = m & 0o7777
 	}
+	setOwner(&f.owner, in)
 	f.mu.Unlock()
 	f.attr(&out.Attr)
 	return fs.OK
@@ -399,6 +518,9 @@ func (f *fileNode) Setattr(ctx context.Context, fh fs.FileHandle, in *fuse.SetAt
 // Fsync serves both fsync and fdatasync: the contents become the synced
 // contents, and the file's creation durable.
 func (f *fileNode) Fsync(ctx context.Context, fh fs.FileHandle, flags uint32) syscall.Errno {
+	if errno := f.gate.wait(ctx); errno != fs.OK {
+		return errno
+	}
 	f.sync()
 	return fs.OK
 }

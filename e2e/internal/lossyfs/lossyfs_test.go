@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 )
@@ -225,5 +226,84 @@ func TestFS_UnlinkAndRename(t *testing.T) {
 	entries, err := os.ReadDir(f.Dir)
 	if err != nil || len(entries) != 1 {
 		t.Errorf("ReadDir = %v, %v; want just b", entries, err)
+	}
+}
+
+func TestFS_HoldSyncs(t *testing.T) {
+	f := mount(t)
+	path := filepath.Join(f.Dir, "a")
+	writeFile(t, path, []byte("synced"), true)
+	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	if _, err := file.WriteAt([]byte("held  "), 0); err != nil {
+		t.Fatal(err)
+	}
+
+	f.HoldSyncs()
+	synced := make(chan error, 1)
+	go func() { synced <- file.Sync() }()
+	for f.HeldSyncs() == 0 {
+		select {
+		case err := <-synced:
+			t.Fatalf("fsync returned (error %v) while syncs are held", err)
+		default:
+		}
+		runtime.Gosched()
+	}
+	// Reads and writes go on meanwhile.
+	if got := readFile(t, path); string(got) != "held  " {
+		t.Errorf("read while the fsync is held = %q, want %q", got, "held  ")
+	}
+	writeFile(t, filepath.Join(f.Dir, "b"), []byte("written meanwhile"), false)
+	select {
+	case err := <-synced:
+		t.Fatalf("fsync returned (error %v) while syncs are held", err)
+	default:
+	}
+
+	f.ReleaseSyncs()
+	if err := <-synced; err != nil {
+		t.Fatalf("the held fsync, once released: %v", err)
+	}
+	if got := f.HeldSyncs(); got != 0 {
+		t.Errorf("HeldSyncs after ReleaseSyncs = %d, want 0", got)
+	}
+	// The released fsync made the contents durable; later ones pass.
+	writeFile(t, filepath.Join(f.Dir, "c"), []byte("synced after"), true)
+	f.Cut()
+	if got := readFile(t, path); string(got) != "held  " {
+		t.Errorf("after the cut = %q, want the contents the released fsync synced, %q", got, "held  ")
+	}
+	if got := readFile(t, filepath.Join(f.Dir, "c")); string(got) != "synced after" {
+		t.Errorf("after the cut = %q, want %q", got, "synced after")
+	}
+}
+
+func TestFS_Owners(t *testing.T) {
+	f := mount(t)
+	path := filepath.Join(f.Dir, "a")
+	writeFile(t, path, []byte("x"), false)
+	owner := func(path string) (uint32, uint32) {
+		t.Helper()
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		return st.Uid, st.Gid
+	}
+	if uid, gid := owner(path); uid != uint32(os.Getuid()) || gid != uint32(os.Getgid()) {
+		t.Errorf("a new file's owner = %d:%d, want its creator's, %d:%d", uid, gid, os.Getuid(), os.Getgid())
+	}
+	for _, p := range []string{path, f.Dir} {
+		if err := os.Chown(p, 61184, 61185); err != nil {
+			t.Fatal(err)
+		}
+		if uid, gid := owner(p); uid != 61184 || gid != 61185 {
+			t.Errorf("%s after chown 61184:61185 = %d:%d", p, uid, gid)
+		}
 	}
 }
