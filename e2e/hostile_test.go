@@ -881,7 +881,8 @@ func (run *hostileRun) slowLoop(fx *hostileFixture, enabled bool) {
 				if run.stopped.Load() {
 					return
 				}
-				index := 1<<40 + c*1_000_000 + i
+				// Far above the main loop's indices, and within a 32-bit int (armv7).
+				index := 1<<30 + c*1_000_000 + i
 				g := &hostileGen{rng: rand.New(rand.NewPCG(run.seed, uint64(index))), fx: fx}
 				r, trickle := g.slowRequest(index, c == 0 && i == 0)
 				run.record(&r, run.sendRaw(&r, trickle))
