@@ -187,11 +187,7 @@ func TestHostileClients(t *testing.T) {
 	}
 	after := hostileSnapshot(t, d, fx)
 	hostileCompare(t, before, after)
-	rss := peakRSS(t, d)
-	t.Logf("daemon peak RSS %.1f MiB (ceiling %d MiB)", float64(rss)/(1<<20), hostileRSSCeiling>>20)
-	if rss > hostileRSSCeiling {
-		t.Errorf("daemon peak RSS = %d MiB, want at most %d MiB", rss>>20, hostileRSSCeiling>>20)
-	}
+	checkPeakRSSUnder(t, d, hostileRSSCeiling)
 	if t.Failed() {
 		t.Logf("seed %d: rerun with EDGEAPI_HOSTILE_SEED=%d EDGEAPI_HOSTILE_REQUESTS=%d", seed, seed, n)
 	}
