@@ -58,7 +58,7 @@ var (
 	// too, so the peak-RSS ceilings, which are about the daemon's own
 	// memory, are not checked (checkPeakRSSUnder says so in the log).
 	emulatedDaemon = os.Getenv("EDGEAPI_E2E_EMULATED") == "1"
-	kubectlBin = &binary{env: "KUBECTL_BIN", pkg: "./scripts/kubectl", name: "kubectl"}
+	kubectlBin     = &binary{env: "KUBECTL_BIN", pkg: "./scripts/kubectl", name: "kubectl"}
 )
 
 func TestMain(m *testing.M) {

@@ -23,8 +23,13 @@ func TestQuotaBackendBytes(t *testing.T) {
 	requireSQLite(t)
 	t.Parallel()
 	const ns = "quota"
+	// Until the deletes, the daemon runs without compaction each second:
+	// compacting the creates' history frees room, which could clear the
+	// over-quota state before the checks below when the daemon is slow
+	// (under emulation, scripts/test-arch). Then it restarts with it.
 	opts := DaemonOptions{DataDir: t.TempDir(), Args: []string{"--quota-backend-bytes", "4Mi", "--compaction-interval", "1s"}}
-	d := StartDaemon(t, opts)
+	held := DaemonOptions{DataDir: opts.DataDir, Args: []string{"--quota-backend-bytes", "4Mi", "--compaction-interval", "1h"}}
+	d := StartDaemon(t, held)
 	createNamespace(t, d.Clientset(), ns)
 	base := "/api/v1/namespaces/" + ns + "/configmaps"
 	create := func(name string, i int) httpResult {
@@ -77,15 +82,10 @@ func TestQuotaBackendBytes(t *testing.T) {
 	}
 
 	// A restart over quota: the daemon starts, gets ready, serves reads
-	// and still refuses creates. It runs without the compaction each
-	// second: that compacts the creates' history, which may free enough
-	// before the create is sent when the daemon is slow to start (under
-	// emulation, scripts/test-arch). Then it restarts as before, for the
-	// deletes.
+	// and still refuses creates.
 	if err := d.Stop(); err != nil {
 		t.Fatalf("stop over quota: %v", err)
 	}
-	held := DaemonOptions{DataDir: opts.DataDir, Args: []string{"--quota-backend-bytes", "4Mi", "--compaction-interval", "1h"}}
 	d = StartDaemon(t, held)
 	if got := rawGet(t, d, base+"/"+created[0]); got.Status != http.StatusOK {
 		t.Errorf("get after a restart over quota: %d %s", got.Status, got.Body)
