@@ -150,9 +150,8 @@ func (m *Manager) emptyNamespace(ctx context.Context, namespace string) (bool, e
 
 // removeNamespace clears the "kubernetes" finalizer and deletes the
 // namespace when no other finalizer holds it. It acts on the terminating
-// namespace with uid only: once that is gone (a DELETE removes a
-// terminating namespace without finalizers at once) a namespace of the
-// same name is a new one, which a client may have created meanwhile.
+// namespace with uid only: once that is gone, a namespace of the same
+// name is a new one, which a client may have created meanwhile.
 func (m *Manager) removeNamespace(ctx context.Context, nk *registry.Kind, name string, uid types.UID) error {
 	key := nk.StoreKey("", name)
 	for {

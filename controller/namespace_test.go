@@ -16,10 +16,9 @@ import (
 
 // TestManager_removeNamespace: the controller removes the terminating
 // namespace it emptied, and leaves alone a namespace of the same name
-// created after that one was gone (a DELETE of a terminating namespace
-// whose finalizers are cleared removes it at once, and a client may
-// recreate it before the controller's pass ends). The emulated armv7
-// daemon lost the recreated namespace in the API replay (s30).
+// created after that one was gone, before the controller's pass read it
+// again. The emulated armv7 daemon lost such a recreated namespace in the
+// API replay (s30-namespace-lifecycle).
 func TestManager_removeNamespace(t *testing.T) {
 	terminating := metav1.Now()
 	tests := []struct {
