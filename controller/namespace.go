@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/edgeapi/edgeapi/registry"
 	"github.com/edgeapi/edgeapi/store"
@@ -94,7 +95,7 @@ func (m *Manager) finalizeNamespaces(ctx context.Context) error {
 			m.retryNamespacesSoon(ctx)
 			continue
 		}
-		if err := m.removeNamespace(ctx, nk, ns.Name); err != nil {
+		if err := m.removeNamespace(ctx, nk, ns.Name, ns.UID); err != nil {
 			return err
 		}
 	}
@@ -148,8 +149,10 @@ func (m *Manager) emptyNamespace(ctx context.Context, namespace string) (bool, e
 }
 
 // removeNamespace clears the "kubernetes" finalizer and deletes the
-// namespace when no other finalizer holds it.
-func (m *Manager) removeNamespace(ctx context.Context, nk *registry.Kind, name string) error {
+// namespace when no other finalizer holds it. It acts on the terminating
+// namespace with uid only: once that is gone, a namespace of the same
+// name is a new one, which a client may have created meanwhile.
+func (m *Manager) removeNamespace(ctx context.Context, nk *registry.Kind, name string, uid types.UID) error {
 	key := nk.StoreKey("", name)
 	for {
 		cur, err := m.cfg.Store.Get(ctx, key)
@@ -164,6 +167,9 @@ func (m *Manager) removeNamespace(ctx context.Context, nk *registry.Kind, name s
 			return err
 		}
 		ns := obj.(*corev1.Namespace)
+		if ns.UID != uid || ns.DeletionTimestamp == nil {
+			return nil
+		}
 		ns.Spec.Finalizers = nil
 		if len(ns.Finalizers) > 0 {
 			value, err := nk.EncodeStorage(ns)

@@ -6,17 +6,20 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 // dryRun=All on every write: the request runs as far as a real one
@@ -50,6 +53,13 @@ func TestDryRun_Writes(t *testing.T) {
 	cs := d.Clientset()
 	ctx := context.Background()
 	const ns = "dry"
+	// The revisions counted below are the test's alone once the daemon's
+	// own writes after startup are done: the ClusterRole aggregation
+	// controller's, which a slow daemon (under emulation) makes after it
+	// is ready.
+	waitFor(t, "the aggregated ClusterRoles admin, edit and view", func() bool {
+		return clusterRolesAggregated(t, cs)
+	})
 	createNamespace(t, cs, ns)
 	c := cs.CoreV1().ConfigMaps(ns)
 	base := "/api/v1/namespaces/" + ns + "/configmaps"
@@ -375,4 +385,28 @@ func TestDryRun_DeleteLeavesDependents(t *testing.T) {
 			t.Errorf("dependent %s changed after its owner's dry-run delete:\n got %+v\nwant %+v", dep.Name, got, dep)
 		}
 	}
+}
+
+// clusterRolesAggregated reports whether the aggregation controller has
+// filled the bootstrap aggregated ClusterRoles: view has rules, edit has
+// all of view's (view is aggregated to edit) and admin all of edit's.
+func clusterRolesAggregated(t *testing.T, cs kubernetes.Interface) bool {
+	t.Helper()
+	rules := map[string][]rbacv1.PolicyRule{}
+	for _, name := range []string{"admin", "edit", "view"} {
+		r, err := cs.RbacV1().ClusterRoles().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("get ClusterRole %s: %v", name, err)
+		}
+		rules[name] = r.Rules
+	}
+	has := func(all, some []rbacv1.PolicyRule) bool {
+		for _, r := range some {
+			if !slices.ContainsFunc(all, func(a rbacv1.PolicyRule) bool { return reflect.DeepEqual(a, r) }) {
+				return false
+			}
+		}
+		return true
+	}
+	return len(rules["view"]) > 0 && has(rules["edit"], rules["view"]) && has(rules["admin"], rules["edit"])
 }

@@ -70,7 +70,9 @@ func arrayLenAt(doc interface{}, p string, unknown int64) int64 {
 	}
 	tokens := strings.Split(p[1:], "/")
 	last := tokens[len(tokens)-1]
-	if _, err := strconv.Atoi(last); err != nil {
+	// ParseInt, not Atoi: an index past a 32-bit int is an index on
+	// armv7 too, so the cost is the same on every architecture.
+	if _, err := strconv.ParseInt(last, 10, 64); err != nil {
 		return 0 // a key, or "-": appending copies nothing
 	}
 	cur := doc

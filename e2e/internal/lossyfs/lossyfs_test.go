@@ -1,3 +1,9 @@
+//go:build !(arm || 386 || mips || mipsle)
+
+// go-fuse (github.com/hanwen/go-fuse/v2/splice) does not compile on 32-bit
+// platforms (syscall.Splice returns int there): the power-cut suite and
+// its file system are built on 64-bit platforms only.
+
 package lossyfs
 
 import (
