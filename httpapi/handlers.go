@@ -326,11 +326,22 @@ func (s *Server) admitLargeBody(c echo.Context) error {
 		c.Set(largeBodyKey, true)
 		return nil
 	case <-c.Request().Context().Done():
-		return errRequestTimeout()
+		return s.waitedTooLong(c)
 	case <-t.C:
-		s.recordTermination(c.Request(), http.StatusTooManyRequests)
-		return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
+		return s.waitedTooLong(c)
 	}
+}
+
+// waitedTooLong is the answer to a request that gave up waiting for a
+// large-request slot or a memory gate: 504 once its deadline passed,
+// else kube-apiserver's 429 for overload, with Retry-After, counted as a
+// termination like the max-in-flight limit's.
+func (s *Server) waitedTooLong(c echo.Context) error {
+	if c.Request().Context().Err() != nil {
+		return errRequestTimeout()
+	}
+	s.recordTermination(c.Request(), http.StatusTooManyRequests)
+	return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
 }
 
 // largeBodyWait bounds how long a large request waits for a slot.
@@ -352,11 +363,7 @@ func (s *Server) reserveBody(c echo.Context, n int64) error {
 	}
 	g, err := s.bodyMemory.acquire(c.Request().Context(), n, n, largeBodyWait)
 	if err != nil {
-		if c.Request().Context().Err() != nil {
-			return errRequestTimeout()
-		}
-		s.recordTermination(c.Request(), http.StatusTooManyRequests)
-		return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
+		return s.waitedTooLong(c)
 	}
 	c.Set(bodyMemoryKey, g)
 	return nil

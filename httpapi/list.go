@@ -310,9 +310,9 @@ func (s *Server) handleList(r *request) error {
 		// below, which the store reads as no limit.
 		lo.Limit = int(min(opts.Limit, math.MaxInt))
 	}
-	grant, err := s.listMemory.acquire(ctx, minListGrant, 2*int64(cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)), listMemoryWait)
+	grant, err := s.listMemory.acquire(ctx, minListGrant, 2*int64(cmp.Or(s.cfg.ListBufferBytes, DefaultListBufferBytes)), largeBodyWait)
 	if err != nil {
-		return s.writeError(c, s.listMemoryError(c, err))
+		return s.writeError(c, s.waitedTooLong(c))
 	}
 	defer func() { s.listMemory.release(grant) }()
 	per := listMemoryPerValueByte(r.rep)
@@ -365,12 +365,9 @@ func (s *Server) handleList(r *request) error {
 
 // minListGrant is the least memory a LIST runs with: it then reads and
 // writes pages of half of it, or an eighth for the representations that
-// decode (see listMemoryPerValueByte). listMemoryWait bounds the wait for
-// it.
-const (
-	minListGrant   = 256 << 10
-	listMemoryWait = 10 * time.Second
-)
+// decode (see listMemoryPerValueByte). It waits for it as long as for a
+// large body's slot.
+const minListGrant = 256 << 10
 
 // listMemoryPerValueByte is the memory a LIST takes per byte of stored
 // values it holds, for the representation it writes: the values and the
@@ -381,17 +378,6 @@ func listMemoryPerValueByte(rep representation) int64 {
 		return 2
 	}
 	return 8
-}
-
-// listMemoryError is the answer to a LIST that got no memory: 504 once
-// its deadline passed, else kube-apiserver's 429 for overload, counted as
-// a termination like the max-in-flight limit's.
-func (s *Server) listMemoryError(c echo.Context, err error) error {
-	if c.Request().Context().Err() != nil {
-		return errRequestTimeout()
-	}
-	s.recordTermination(c.Request(), http.StatusTooManyRequests)
-	return apierrors.NewTooManyRequests("Too many requests, please try again later.", 1)
 }
 
 // writeList writes stored objects as a list of r's kind. For JSON the stored

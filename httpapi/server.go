@@ -76,7 +76,7 @@ type Config struct {
 	// responses (DefaultListMemoryBytes when zero; see memgate.go): a
 	// LIST gets up to twice ListBufferBytes of it, and less, down to
 	// minListGrant, while others hold it; past that it waits, and gets
-	// kube-apiserver's 429 after listMemoryWait.
+	// kube-apiserver's 429 after 10 s.
 	ListMemoryBytes int64
 	// BodyMemoryBytes is the memory the request bodies being read and
 	// processed share (DefaultBodyMemoryBytes when zero): a request waits
