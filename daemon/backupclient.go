@@ -187,15 +187,17 @@ func kubeconfigTarget(path, contextName string) (apiTarget, error) {
 }
 
 // fetchBackup gets backupPath from the daemon at target and writes it to
-// the new file to, through to.partial (synced, checked against the
-// Content-Length, then renamed), at most maxRate bytes a second (0: no
+// the new file to as the daemon's own backups are written
+// (store.BackupFile: paced, through to.partial, synced, renamed), checked
+// against the Content-Length, at most maxRate bytes a second (0: no
 // bound; the daemon's copy then goes no faster). It returns the copy's
 // revision and size.
 // An answer other than 200 is an error that quotes the daemon's Status
 // message (403 for a user RBAC does not let get backupPath).
 func fetchBackup(ctx context.Context, target apiTarget, to string, maxRate int64) (rev, size int64, err error) {
-	if _, err := os.Lstat(to); err == nil {
-		return 0, 0, fmt.Errorf("back up: %s already exists", to)
+	out, err := store.CreateBackupFile(to, maxRate)
+	if err != nil {
+		return 0, 0, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.base+backupPath, nil)
 	if err != nil {
@@ -214,36 +216,22 @@ func fetchBackup(ctx context.Context, target apiTarget, to string, maxRate int64
 		return 0, 0, &backupStatusError{status: resp.Status, msg: statusMessage(msg)}
 	}
 	rev, _ = strconv.ParseInt(resp.Header.Get("X-Edgeapi-Revision"), 10, 64)
-	tmp := to + ".partial"
-	_ = os.Remove(tmp)
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return 0, 0, fmt.Errorf("back up: %w", err)
-	}
-	// Paced as the daemon's own backups are written (store.PacedWriter):
-	// a copy the size of the database, synced at once, made the daemon's
-	// commits on the same file system wait behind it.
-	pw := store.NewPacedWriter(f, maxRate)
-	bw := bufio.NewWriterSize(pw, copyBuffer)
-	size, err = io.Copy(bw, resp.Body)
+	w, err := out.Start(rev, resp.ContentLength)
 	if err == nil {
-		err = bw.Flush()
+		bw := bufio.NewWriterSize(w, copyBuffer)
+		size, err = io.Copy(bw, resp.Body)
+		if err == nil {
+			err = bw.Flush()
+		}
 	}
 	if err == nil && resp.ContentLength >= 0 && size != resp.ContentLength {
 		err = fmt.Errorf("got %d of %d bytes", size, resp.ContentLength)
 	}
-	if err == nil {
-		err = pw.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, to)
-	}
 	if err != nil {
-		_ = os.Remove(tmp)
-		return 0, 0, fmt.Errorf("back up: %w", err)
+		err = fmt.Errorf("back up: %w", err)
+	}
+	if err := out.Finish(err); err != nil {
+		return 0, 0, err
 	}
 	return rev, size, nil
 }

@@ -50,24 +50,23 @@ func BackupWith(ctx context.Context, path, to string, opts BackupOptions) (rev i
 	if _, err := os.Stat(path); err != nil {
 		return 0, fmt.Errorf("back up: %w", err)
 	}
-	out, err := newBackupFile(to)
+	out, err := CreateBackupFile(to, opts.MaxRate)
 	if err != nil {
 		return 0, err
 	}
-	out.maxRate = opts.MaxRate
-	rev, err = backupFrom(ctx, path, out.start)
-	return rev, out.finish(err)
+	rev, err = backupFrom(ctx, path, out.Start)
+	return rev, out.Finish(err)
 }
 
 // Backup is BackupStream into the new file to (which must not exist),
 // written as Backup writes it.
 func (db *DB) Backup(ctx context.Context, to string) (rev int64, err error) {
-	out, err := newBackupFile(to)
+	out, err := CreateBackupFile(to, 0)
 	if err != nil {
 		return 0, err
 	}
-	rev, err = db.BackupStream(ctx, out.start)
-	return rev, out.finish(err)
+	rev, err = db.BackupStream(ctx, out.Start)
+	return rev, out.Finish(err)
 }
 
 // BackupStream writes a consistent copy of the database, as Backup writes
@@ -240,8 +239,9 @@ func (s *backupSnapshot) copyTo(ctx context.Context, w io.Writer) error {
 		buf = buf[:0]
 		return err
 	}
+	next := int64(1) // the page buf takes next
 	zeros := func(to int64) {
-		for pg := written/s.pageSize + int64(len(buf))/s.pageSize + 1; pg < to; pg++ {
+		for ; next < to; next++ {
 			buf = append(buf, make([]byte, s.pageSize)...)
 		}
 	}
@@ -263,6 +263,7 @@ func (s *backupSnapshot) copyTo(ctx context.Context, w io.Writer) error {
 		default:
 			return fmt.Errorf("read page %d: %d bytes, want %d", pgno, len(data), s.pageSize)
 		}
+		next = pgno + 1
 		if len(buf) >= backupChunk {
 			if err := flush(); err != nil {
 				return err
@@ -282,26 +283,31 @@ func (s *backupSnapshot) copyTo(ctx context.Context, w io.Writer) error {
 	return nil
 }
 
-// backupFile is a backup being written to a file: to.partial until it is
-// whole, so that a half-written copy is not taken for a backup, then
-// renamed to to.
-type backupFile struct {
+// BackupFile is a backup being written to a file, through a PacedWriter:
+// to.partial, owner-only, until it is whole, so that a half-written copy
+// is not taken for a backup; then synced and renamed to to. Backups made
+// here and the copies `edgeapi backup` fetches from a daemon are written
+// with it.
+type BackupFile struct {
 	to, tmp string
 	maxRate int64
 	f       *os.File
 	w       *PacedWriter
 }
 
-// newBackupFile refuses a file to that exists.
-func newBackupFile(to string) (*backupFile, error) {
+// CreateBackupFile prepares the backup file to, written at most maxRate
+// bytes a second (0: no bound); it refuses a file to that exists.
+// Nothing is created before Start.
+func CreateBackupFile(to string, maxRate int64) (*BackupFile, error) {
 	if _, err := os.Lstat(to); err == nil {
 		return nil, fmt.Errorf("back up: %s already exists", to)
 	}
-	return &backupFile{to: to, tmp: to + ".partial"}, nil
+	return &BackupFile{to: to, tmp: to + ".partial", maxRate: maxRate}, nil
 }
 
-// start creates to.partial, owner-only; it is backupFrom's start.
-func (b *backupFile) start(_, _ int64) (io.Writer, error) {
+// Start creates to.partial and returns its writer; it has the signature of
+// BackupStream's start.
+func (b *BackupFile) Start(_, _ int64) (io.Writer, error) {
 	_ = os.Remove(b.tmp)
 	f, err := os.OpenFile(b.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -311,10 +317,10 @@ func (b *backupFile) start(_, _ int64) (io.Writer, error) {
 	return b.w, nil
 }
 
-// finish ends the copy that ended with err: on success it syncs the file,
+// Finish ends the copy that ended with err: on success it syncs the file,
 // renames it to to and syncs the directory; otherwise, or if that fails,
 // it removes the file. It returns the first error.
-func (b *backupFile) finish(err error) error {
+func (b *BackupFile) Finish(err error) error {
 	if b.f == nil {
 		return err
 	}

@@ -92,13 +92,12 @@ func benchBackupWrites(b *testing.B, db *DB, maxRate int64) {
 		time.Sleep(lead)
 		start := time.Now()
 		to := filepath.Join(b.TempDir(), "backup.db")
-		out, err := newBackupFile(to)
+		out, err := CreateBackupFile(to, maxRate)
 		if err != nil {
 			b.Fatal(err)
 		}
-		out.maxRate = maxRate
-		_, err = db.BackupStream(ctx, out.start)
-		if err := out.finish(err); err != nil {
+		_, err = db.BackupStream(ctx, out.Start)
+		if err := out.Finish(err); err != nil {
 			b.Fatal(err)
 		}
 		end := time.Now()

@@ -31,12 +31,6 @@ type Prober interface {
 	Alive(ctx context.Context) error
 }
 
-// Backuper writes a consistent copy of the whole store to the file to and
-// returns the revision it holds.
-type Backuper interface {
-	Backup(ctx context.Context, to string) (rev int64, err error)
-}
-
 // BackupStreamer writes a consistent copy of the whole store to the
 // writer start returns, once it knows the copy's revision and size (see
 // DB.BackupStream).
@@ -49,5 +43,4 @@ var (
 	_ StatsReporter  = (*DB)(nil)
 	_ ObjectCounter  = (*DB)(nil)
 	_ Prober         = (*DB)(nil)
-	_ Backuper       = (*DB)(nil)
 )
