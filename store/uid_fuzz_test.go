@@ -22,10 +22,18 @@ func FuzzMetadataUID(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got := MetadataUID(data)
 		// encoding/json matches names case-insensitively and decodes
-		// escapes in them, and takes the last of duplicate members: only
-		// inputs where neither can differ are compared.
+		// escapes in them, and takes the last of duplicate members; kube's
+		// decoding, and MetadataUID, match names exactly. Only inputs
+		// where none of that can differ are compared: each name once, in
+		// any case, and that once in lower case ("metAdAtA" is not
+		// metadata to kube-apiserver).
 		lower := bytes.ToLower(data)
-		if bytes.Count(lower, []byte(`"metadata"`)) != 1 || bytes.Count(lower, []byte(`"uid"`)) != 1 || bytes.IndexByte(data, '\\') >= 0 {
+		for _, name := range [][]byte{[]byte(`"metadata"`), []byte(`"uid"`)} {
+			if bytes.Count(lower, name) != 1 || bytes.Count(data, name) != 1 {
+				return
+			}
+		}
+		if bytes.IndexByte(data, '\\') >= 0 {
 			return
 		}
 		var v struct {
